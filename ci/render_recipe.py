@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Offline lint of the conda recipe: render recipe/recipe.yaml with py-rattler-build.
+
+Renders (no dependency solve, no network) for linux-64 and linux-aarch64, which must give at
+least one variant each, and for osx-arm64, which must give none (``skip: not linux``). Prints
+the variant count per platform and exits 1 on any render error or unexpected count.
+Installs nothing: .ci/run (ci/install.sh) installs py-rattler-build from PyPI.
+
+Rendering goes through ``rattler_build.build_recipes(render_only=True)``, the code path of
+``rattler-build build --render-only``: unlike ``Stage0Recipe.render`` it applies ``build.skip``.
+It prints its JSON on the process's stdout from native code, so each platform is rendered in
+a child interpreter whose stdout is captured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPE = ROOT / "recipe" / "recipe.yaml"
+BUILT_PLATFORMS = ("linux-64", "linux-aarch64")
+SKIPPED_PLATFORMS = ("osx-arm64",)
+PYTHONS = {"3.10", "3.11", "3.12"}
+
+_CHILD = """
+import sys, warnings
+from pathlib import Path
+warnings.simplefilter("ignore", DeprecationWarning)
+import rattler_build as rb
+recipe, platform, out = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+try:
+    rb.build_recipes([recipe], render_only=True, target_platform=platform, output_dir=out)
+except Exception as exc:
+    # The CLI path's error is terse; the Stage0 API names the template and the reason.
+    detail = ""
+    try:
+        variants = recipe.parent / "variants.yaml"
+        config = rb.VariantConfig.from_file(variants) if variants.is_file() else None
+        rb.Stage0Recipe.from_file(recipe).render(
+            config, rb.RenderConfig(platform=rb.PlatformConfig(target_platform=platform)))
+    except Exception as api_exc:
+        detail = f"\\n{api_exc}"
+    sys.exit(f"{type(exc).__name__}: {exc}{detail}")
+"""
+
+
+def render(recipe: Path, platform: str) -> list[dict]:
+    """The rendered variants of ``recipe`` for ``platform``; raises RuntimeError on failure."""
+    with tempfile.TemporaryDirectory(prefix="torch-mspti-render-") as out:
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(recipe), platform, out],
+            capture_output=True,
+            text=True,
+            cwd=out,
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"render for {platform} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
+    try:
+        rendered = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise RuntimeError(f"render for {platform} printed no JSON list ({exc}):\n{proc.stdout[:2000]}") from None
+    if not isinstance(rendered, list):
+        raise RuntimeError(f"render for {platform} printed {type(rendered).__name__}, not a list")
+    return rendered
+
+
+def problems_in(platform: str, rendered: list[dict]) -> list[str]:
+    """Checks on one built platform's variants; returns what is wrong."""
+    problems = []
+    if not rendered:
+        problems.append(f"{platform}: zero variants rendered")
+    pythons = set()
+    for entry in rendered:
+        variant = entry["build_configuration"]["variant"]
+        pythons.add(variant.get("python"))
+        if not str(variant.get("pytorch", "")).startswith("2.13"):
+            problems.append(f"{platform}: variant without pytorch 2.13: {variant}")
+        host = entry["recipe"]["requirements"].get("host", [])
+        for bare in ("pytorch", "libtorch"):
+            if bare not in host:
+                problems.append(f"{platform}: host must list bare {bare!r} (variant-pinned), got {host}")
+        build = entry["recipe"]["requirements"].get("build", [])
+        if not any(str(dep).startswith("gxx_") for dep in build):
+            problems.append(f"{platform}: compiler('cxx') did not render: {build}")
+    if rendered and pythons != PYTHONS:
+        problems.append(f"{platform}: python variants {sorted(map(str, pythons))}, expected {sorted(PYTHONS)}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recipe", type=Path, default=RECIPE, help="recipe.yaml to render (default: %(default)s)")
+    args = parser.parse_args(argv)
+
+    problems: list[str] = []
+    for platform in BUILT_PLATFORMS + SKIPPED_PLATFORMS:
+        try:
+            rendered = render(args.recipe.resolve(), platform)
+        except RuntimeError as exc:
+            problems.append(str(exc))
+            print(f"{platform}: render error")
+            continue
+        print(f"{platform}: {len(rendered)} variant(s)", end="")
+        if rendered:
+            tags = ", ".join(e["build_configuration"]["hash"]["prefix"] + "h" + e["build_configuration"]["hash"]["hash"]
+                             for e in rendered)
+            print(f" ({tags})", end="")
+        print()
+        if platform in SKIPPED_PLATFORMS:
+            if rendered:
+                problems.append(f"{platform}: expected 0 variants (skip: not linux), got {len(rendered)}")
+        else:
+            problems.extend(problems_in(platform, rendered))
+
+    for problem in problems:
+        print(f"ERROR: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    print("recipe renders: OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+#include "DrainPolicy.h"
+
+#include <chrono>
+#include <thread>
+
+namespace torch_mspti {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void disableAll(const DrainInput& in, std::vector<std::string>& errors) {
+  for (auto kind : in.enabledKinds) {
+    msptiResult r = in.api->disable(kind);
+    if (r != MSPTI_SUCCESS) errors.push_back(describeCall("msptiActivityDisable", kindName(kind), r));
+  }
+}
+
+void flush(const DrainInput& in, DrainStats& d, std::vector<std::string>& errors) {
+  msptiResult r = in.api->flushAll();
+  ++d.flushes;
+  if (r != MSPTI_SUCCESS && errors.size() < 16) errors.push_back(describeCall("msptiActivityFlushAll", "1", r));
+}
+
+}  // namespace
+
+DrainOrder resolveDrainOrder(DrainOrder configured, bool libraryHasIsEnabled) {
+  if (configured != DrainOrder::kAuto) return configured;
+  return libraryHasIsEnabled ? DrainOrder::kDisableFirst : DrainOrder::kPollFirst;
+}
+
+DrainStats drain(const DrainInput& in, std::vector<std::string>& errors) {
+  DrainStats d;
+  const auto t0 = Clock::now();
+  const DrainOrder order = resolveDrainOrder(in.config.drainOrder, in.api->hasIsEnabled());
+  d.order = order == DrainOrder::kDisableFirst ? "disable_first" : "poll_first";
+  const uint64_t before = in.store->records();
+  const auto deadline = t0 + std::chrono::milliseconds(in.config.drainTimeoutMs);
+  const auto interval = std::chrono::milliseconds(in.config.drainPollIntervalMs);
+
+  if (order == DrainOrder::kDisableFirst) disableAll(in, errors);
+  int quiet = 0;
+  uint64_t seen = in.store->records();
+  for (;;) {
+    flush(in, d, errors);
+    const uint64_t now = in.store->records();
+    if (in.store->knowsLaunches()) {
+      if (in.store->pendingLaunches() == 0) {
+        d.exitReason = "balanced";
+        flush(in, d, errors);  // siblings of multi-kernel launches
+        break;
+      }
+    } else {
+      quiet = now == seen ? quiet + 1 : 0;
+      if (quiet >= in.config.drainQuietFlushes) {
+        d.exitReason = "quiet";
+        break;
+      }
+    }
+    seen = now;
+    if (Clock::now() >= deadline) {
+      d.exitReason = "timeout";
+      break;
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(interval, deadline - Clock::now()));
+  }
+  if (order == DrainOrder::kPollFirst) {
+    disableAll(in, errors);
+    flush(in, d, errors);
+  }
+  d.recordsDuringDrain = in.store->records() - before;
+
+  msptiResult r = in.api->unsubscribe(in.subscriber);
+  if (r != MSPTI_SUCCESS) errors.push_back(describeCall("msptiUnsubscribe", "subscriber", r));
+  const uint64_t beforeLate = in.store->records();
+  flush(in, d, errors);
+  d.lateRecords = in.store->records() - beforeLate;
+  d.pendingLaunches = in.store->pendingLaunches();
+  d.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return d;
+}
+
+}  // namespace torch_mspti

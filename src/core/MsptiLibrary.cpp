@@ -1,0 +1,314 @@
+#include "MsptiLibrary.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "Config.h"
+
+namespace torch_mspti {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kLibName = "libmspti.so";
+constexpr const char* kProfapiName = "libprofapi.so";
+constexpr const char* kFixNotFound = "source CANN's set_env.sh or set TORCH_MSPTI_LIBRARY to the path of libmspti.so";
+
+#if defined(__x86_64__)
+constexpr uint16_t kOwnMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kOwnMachine = EM_AARCH64;
+#else
+constexpr uint16_t kOwnMachine = EM_NONE;
+#endif
+
+std::string machineName(uint16_t m) {
+  switch (m) {
+    case EM_X86_64: return "x86_64";
+    case EM_AARCH64: return "aarch64";
+    case EM_386: return "i386";
+    case EM_ARM: return "arm";
+    case EM_RISCV: return "riscv";
+    default: return fmt::format("ELF machine {}", m);
+  }
+}
+
+std::string envOr(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+// Explains why `path` cannot be a loadable shared library for this process, or "" if it may be.
+std::string inspectFile(const std::string& path) {
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return "no such file";
+  if (fs::is_directory(st)) return "is a directory, not a library file";
+  if (!fs::is_regular_file(st)) return "not a regular file";
+  std::ifstream in(path, std::ios::binary);
+  unsigned char h[20] = {};
+  in.read(reinterpret_cast<char*>(h), sizeof(h));
+  if (in.gcount() < static_cast<std::streamsize>(sizeof(h)) || std::memcmp(h, ELFMAG, SELFMAG) != 0)
+    return "not an ELF shared library";
+  if (h[EI_CLASS] != ELFCLASS64) return "a 32-bit ELF file; this process is 64-bit";
+  if (h[EI_DATA] != ELFDATA2LSB) return "a big-endian ELF file";
+  const uint16_t type = static_cast<uint16_t>(h[16] | (h[17] << 8));
+  const uint16_t machine = static_cast<uint16_t>(h[18] | (h[19] << 8));
+  if (type != ET_DYN) return "an ELF file that is not a shared library";
+  if (kOwnMachine != EM_NONE && machine != kOwnMachine)
+    return fmt::format("built for {}, this process is {}", machineName(machine), machineName(kOwnMachine));
+  return "";
+}
+
+std::vector<std::string> absoluteLdLibraryPathDirs() {
+  std::vector<std::string> dirs;
+  const std::string raw = envOr("LD_LIBRARY_PATH");
+  size_t pos = 0;
+  while (pos <= raw.size()) {
+    size_t next = raw.find(':', pos);
+    if (next == std::string::npos) next = raw.size();
+    std::string dir = raw.substr(pos, next - pos);
+    // Empty and relative entries mean "the current directory" to the loader: never search them.
+    if (!dir.empty() && dir[0] == '/') dirs.push_back(dir);
+    pos = next + 1;
+  }
+  return dirs;
+}
+
+// libmspti resolves its CANN dependencies as $ASCEND_HOME_PATH/lib64/<so>, else by bare name
+// (mspti.md 6, item 7). Returns where libprofapi would be found, or "".
+std::string findProfapi() {
+  if (void* h = dlopen(kProfapiName, RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(h);  // only drops the reference NOLOAD added
+    return "already loaded";
+  }
+  std::vector<std::string> dirs;
+  const std::string home = envOr("ASCEND_HOME_PATH");
+  if (!home.empty()) dirs.push_back(home + "/lib64");
+  for (auto& d : absoluteLdLibraryPathDirs()) dirs.push_back(d);
+  for (const auto& d : dirs) {
+    std::string p = d + "/" + kProfapiName;
+    if (inspectFile(p).empty()) return p;
+  }
+  return "";
+}
+
+// Versioned CANN roots, newest first: /usr/local/Ascend/cann-<version>.
+std::vector<std::string> versionedCannRoots(const std::string& base) {
+  std::vector<std::pair<std::vector<int>, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(base, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("cann-", 0) != 0) continue;
+    std::vector<int> key;
+    int cur = -1;
+    for (char c : name.substr(5)) {
+      if (c >= '0' && c <= '9') {
+        cur = (cur < 0 ? 0 : cur * 10) + (c - '0');
+      } else if (cur >= 0) {
+        key.push_back(cur);
+        cur = -1;
+      }
+    }
+    if (cur >= 0) key.push_back(cur);
+    found.emplace_back(key, entry.path().string());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  if (!found.empty()) out.push_back(found.front().second);
+  return out;
+}
+
+template <typename Fn>
+bool resolve(void* handle, const char* name, Fn& slot, LibraryReport& report, bool required) {
+  dlerror();
+  void* sym = dlsym(handle, name);
+  if (!sym) {
+    (required ? report.missingRequired : report.missingOptional).push_back(name);
+    return false;
+  }
+  slot = reinterpret_cast<Fn>(sym);
+  report.resolved.push_back(name);
+  return true;
+}
+
+std::string deriveVersion(const MsptiFunctions& f, const std::string& path) {
+  std::string gen;
+  if (f.isEnabled)
+    gen = ">=26.1 (has msptiActivityIsEnabled)";
+  else if (f.pushExternalCorrelationId)
+    gen = ">=8.1.RC1, <26.1 (external correlation, no msptiActivityIsEnabled)";
+  else
+    gen = "8.0.RC3 generation (no external correlation)";
+  // CANN >= 8.5 installs under /usr/local/Ascend/cann-<version> (mspti.md 1).
+  const auto at = path.find("/cann-");
+  if (at != std::string::npos) {
+    const auto end = path.find('/', at + 1);
+    gen += fmt::format("; installed in {}", path.substr(at + 1, end == std::string::npos ? end : end - at - 1));
+  }
+  return gen;
+}
+
+}  // namespace
+
+MsptiLibrary& MsptiLibrary::instance() {
+  static MsptiLibrary* lib = new MsptiLibrary();  // never destroyed, like the library it holds
+  return *lib;
+}
+
+LibraryReport MsptiLibrary::report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return report_;
+}
+
+bool MsptiLibrary::adoptHandle(void* handle, const std::string& path, const std::string& source) {
+  LibraryReport r = report_;
+  r.resolved.clear();
+  r.missingRequired.clear();
+  r.missingOptional.clear();
+  MsptiFunctions f;
+  resolve(handle, "msptiSubscribe", f.subscribe, r, true);
+  resolve(handle, "msptiUnsubscribe", f.unsubscribe, r, true);
+  resolve(handle, "msptiActivityRegisterCallbacks", f.registerCallbacks, r, true);
+  resolve(handle, "msptiActivityEnable", f.enable, r, true);
+  resolve(handle, "msptiActivityDisable", f.disable, r, true);
+  resolve(handle, "msptiActivityFlushAll", f.flushAll, r, true);
+  resolve(handle, "msptiActivityPushExternalCorrelationId", f.pushExternalCorrelationId, r, false);
+  resolve(handle, "msptiActivityPopExternalCorrelationId", f.popExternalCorrelationId, r, false);
+  resolve(handle, "msptiActivityFlushPeriod", f.flushPeriod, r, false);
+  resolve(handle, "msptiActivityIsEnabled", f.isEnabled, r, false);
+  resolve(handle, "msptiActivityGetNextRecord", f.getNextRecord, r, false);
+  // Push without pop (or the reverse) cannot keep MSPTI's stack balanced: use neither.
+  if (!f.pushExternalCorrelationId || !f.popExternalCorrelationId) {
+    f.pushExternalCorrelationId = nullptr;
+    f.popExternalCorrelationId = nullptr;
+  }
+  if (!r.missingRequired.empty()) {
+    std::string missing;
+    for (const auto& m : r.missingRequired) missing += (missing.empty() ? "" : ", ") + m;
+    r.candidates.push_back({path, source, "rejected", "missing required symbols: " + missing});
+    r.reason = fmt::format("{} lacks required MSPTI symbols ({})", path, missing);
+    r.fix = "point TORCH_MSPTI_LIBRARY at CANN's tools/mspti/lib64/libmspti.so (CANN 8.0.RC3 or newer)";
+    report_ = r;
+    // The handle stays open (never dlclose a library that may have started threads).
+    return false;
+  }
+  r.candidates.push_back({path, source, "loaded", ""});
+  r.available = true;
+  r.path = path;
+  r.foundBy = source;
+  r.reason.clear();
+  r.fix.clear();
+  r.version = deriveVersion(f, path);
+  report_ = r;
+  fns_ = f;
+  loadedPath_ = path;
+  loaded_.store(true, std::memory_order_release);
+  return true;
+}
+
+bool MsptiLibrary::tryCandidate(const std::string& path, const std::string& source, bool checkProfapi) {
+  std::string why = inspectFile(path);
+  if (!why.empty()) {
+    report_.candidates.push_back({path, source, why == "no such file" ? "skipped" : "rejected", why});
+    return false;
+  }
+  if (checkProfapi && findProfapi().empty()) {
+    report_.candidates.push_back(
+        {path, source, "rejected",
+         "libprofapi.so cannot be found ($ASCEND_HOME_PATH/lib64 or LD_LIBRARY_PATH); loading libmspti without it "
+         "would terminate the process"});
+    return false;
+  }
+  dlerror();
+  // RTLD_NODELETE: the library must outlive any accidental dlclose, since MSPTI keeps our callbacks.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!handle) {
+    const char* err = dlerror();
+    report_.candidates.push_back({path, source, "rejected", fmt::format("dlopen failed: {}", err ? err : "unknown")});
+    return false;
+  }
+  return adoptHandle(handle, path, source);
+}
+
+bool MsptiLibrary::ensureLoaded() {
+  if (loaded()) return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (loaded()) return true;
+  const std::string explicitPath = Config::instance().snapshot().libraryPath;
+  const std::string key = explicitPath + '\n' + envOr("ASCEND_HOME_PATH") + '\n' + envOr("ASCEND_TOOLKIT_HOME") +
+                          '\n' + envOr("LD_LIBRARY_PATH");
+  if (report_.attempted && key == searchKey_) return false;
+  searchKey_ = key;
+  report_ = LibraryReport{};
+  report_.attempted = true;
+  try {
+    if (!explicitPath.empty()) {
+      std::error_code ec;
+      std::string abs = fs::absolute(explicitPath, ec).lexically_normal().string();
+      if (ec) abs = explicitPath;
+      if (tryCandidate(abs, "explicit", /*checkProfapi=*/false)) return true;
+      if (report_.reason.empty()) {
+        report_.reason = fmt::format("TORCH_MSPTI_LIBRARY={}: {}", explicitPath, report_.candidates.back().reason);
+        report_.fix = "set TORCH_MSPTI_LIBRARY to the absolute path of libmspti.so (CANN tools/mspti/lib64), or unset it to search";
+      }
+      return false;  // an explicit choice is never silently replaced by another library
+    }
+    dlerror();
+    if (void* h = dlopen(kLibName, RTLD_NOW | RTLD_NOLOAD)) {
+      Dl_info info{};
+      std::string path = kLibName;
+      void* sym = dlsym(h, "msptiActivityEnable");
+      if (sym && dladdr(sym, &info) && info.dli_fname) path = info.dli_fname;
+      return adoptHandle(h, path, "already-loaded");
+    }
+    report_.candidates.push_back({kLibName, "already-loaded", "skipped", "no libmspti.so loaded in this process"});
+
+    std::vector<std::pair<std::string, std::string>> roots;
+    for (const char* var : {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"}) {
+      std::string root = envOr(var);
+      if (!root.empty() && root[0] == '/') roots.emplace_back(root, var);
+      else if (!root.empty())
+        report_.candidates.push_back({root, var, "skipped", "not an absolute path"});
+    }
+    roots.emplace_back("/usr/local/Ascend/cann", "default CANN root");
+    for (const auto& r : versionedCannRoots("/usr/local/Ascend")) roots.emplace_back(r, "newest versioned CANN root");
+    roots.emplace_back("/usr/local/Ascend/ascend-toolkit/latest", "default CANN root (before 8.5)");
+    for (const auto& [root, source] : roots) {
+      for (const char* sub : {"/lib64/", "/tools/mspti/lib64/"}) {
+        if (tryCandidate(root + sub + kLibName, source, /*checkProfapi=*/true)) return true;
+        if (!report_.reason.empty()) return false;  // loaded but unusable: stop here
+      }
+    }
+    for (const auto& dir : absoluteLdLibraryPathDirs()) {
+      if (tryCandidate(dir + "/" + kLibName, "LD_LIBRARY_PATH", /*checkProfapi=*/true)) return true;
+      if (!report_.reason.empty()) return false;
+    }
+    bool anyRejected = false;
+    for (const auto& c : report_.candidates) anyRejected |= c.outcome == "rejected";
+    report_.reason = anyRejected ? "libmspti.so found but not loadable (see candidates)" : "libmspti.so not found";
+    report_.fix = kFixNotFound;
+  } catch (const std::exception& e) {
+    report_.reason = fmt::format("library search failed: {}", e.what());
+    report_.fix = kFixNotFound;
+  } catch (...) {
+    report_.reason = "library search failed with an unknown exception";
+    report_.fix = kFixNotFound;
+  }
+  return false;
+}
+
+std::string loadedLibraryPath() {
+  // Lock-free on purpose: Config calls this while holding its own lock.
+  return MsptiLibrary::instance().loadedPath();
+}
+
+}  // namespace torch_mspti

@@ -1,0 +1,42 @@
+// The per-kind enable switches (msptiActivityEnable/Disable/IsEnabled), one atomic each, as in
+// MSPTI's std::array<atomic<bool>, 13> (mspti.md 2.3).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+
+#include "mspti/mspti_activity.h"
+
+namespace torch_mspti::sim {
+
+class ActivitySwitches {
+ public:
+  // Kinds 1..12 (MARKER..RUNTIME_API) are the ones Enable/Disable accept (mspti.md 2.3).
+  static bool isValidKind(int kind) {
+    return kind > MSPTI_ACTIVITY_KIND_INVALID && kind < MSPTI_ACTIVITY_KIND_COUNT;
+  }
+
+  // HCCL, MEMORY, MEMSET and MEMCPY need libmspti in LD_PRELOAD in 26.x (mspti.md 2.3, 5.5).
+  static bool needsLdPreload(int kind) {
+    return kind == MSPTI_ACTIVITY_KIND_HCCL || kind == MSPTI_ACTIVITY_KIND_MEMORY ||
+           kind == MSPTI_ACTIVITY_KIND_MEMSET || kind == MSPTI_ACTIVITY_KIND_MEMCPY;
+  }
+
+  void set(int kind, bool on) {
+    if (isValidKind(kind)) {
+      switches_[static_cast<size_t>(kind)].store(on, std::memory_order_release);
+    }
+  }
+
+  // The real IsEnabled does no bounds check (undefined behaviour for kind >= 13, mspti.md 2.3);
+  // the simulator answers false instead of reading past its array.
+  bool isOn(int kind) const {
+    return isValidKind(kind) && switches_[static_cast<size_t>(kind)].load(std::memory_order_acquire);
+  }
+
+ private:
+  std::array<std::atomic<bool>, MSPTI_ACTIVITY_KIND_COUNT> switches_{};
+};
+
+}  // namespace torch_mspti::sim

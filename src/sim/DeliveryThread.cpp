@@ -1,0 +1,102 @@
+#include "DeliveryThread.h"
+
+#include <pthread.h>
+
+#include <thread>
+
+#include "SimClock.h"
+
+namespace torch_mspti::sim {
+
+void DeliveryThread::schedule(std::vector<PendingKernel> kernels) {
+  if (kernels.empty()) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (PendingKernel& kernel : kernels) {
+    kernel.sequence = nextSequence_++;
+    queue_.push(kernel);
+  }
+  if (!started_) {
+    // One reader for the whole process, never stopped: it sleeps on wake_ when idle, so a
+    // process exits without joining it (the object is never destroyed).
+    std::thread(&DeliveryThread::run, this).detach();
+    started_ = true;
+  }
+  wake_.notify_all();
+}
+
+size_t DeliveryThread::pullEnded(uint64_t nowNs) {
+  std::vector<PendingKernel> ended;
+  std::vector<PendingKernel> rest;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // A batch the reader already took must land first, or it could be judged after the switch
+    // is cleared.
+    wake_.wait(lock, [&] { return !writing_; });
+    while (!queue_.empty()) {
+      const PendingKernel& top = queue_.top();
+      (top.record.end <= nowNs ? ended : rest).push_back(top);
+      queue_.pop();
+    }
+    for (PendingKernel& kernel : rest) {
+      queue_.push(kernel);
+    }
+    writing_ = !ended.empty();
+  }
+  for (const PendingKernel& kernel : ended) {
+    sink_(kernel);
+  }
+  if (!ended.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    writing_ = false;
+    wake_.notify_all();
+  }
+  return ended.size();
+}
+
+size_t DeliveryThread::discardAll() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait(lock, [&] { return !writing_; });
+  const size_t count = queue_.size();
+  queue_ = {};
+  wake_.notify_all();
+  return count;
+}
+
+size_t DeliveryThread::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size();
+}
+
+void DeliveryThread::run() {
+  pthread_setname_np(pthread_self(), "MsptiChanReader");
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (queue_.empty() || writing_) {
+      wake_.wait(lock);
+      continue;
+    }
+    const uint64_t now = realtimeNs();
+    const uint64_t due = queue_.top().dueNs;
+    if (due > now) {
+      wake_.wait_until(lock, steadyDeadlineFor(due));
+      continue;
+    }
+    std::vector<PendingKernel> batch;
+    while (!queue_.empty() && queue_.top().dueNs <= now) {
+      batch.push_back(queue_.top());
+      queue_.pop();
+    }
+    writing_ = true;
+    lock.unlock();
+    for (const PendingKernel& kernel : batch) {
+      sink_(kernel);
+    }
+    lock.lock();
+    writing_ = false;
+    wake_.notify_all();
+  }
+}
+
+}  // namespace torch_mspti::sim

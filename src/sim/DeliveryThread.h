@@ -1,0 +1,65 @@
+// The "driver channel reader": writes each KERNEL record once the device has reported it.
+//
+// Real path (mspti.md 5.3): driver channel (STARS SOC log) -> channel poll thread -> reader ->
+// parser -> Record() into the current buffer, about 200 ms after the kernel ran. Here one thread
+// holds the scheduled records ordered by due time (kernel end + delivery delay) and hands each to
+// a sink once the wall clock reaches it. The sink runs on this thread, so the request callback is
+// called from a non-launch thread, as with the real reader.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <queue>
+#include <vector>
+
+#include "mspti/mspti_activity.h"
+
+namespace torch_mspti::sim {
+
+struct PendingKernel {
+  uint64_t dueNs;    // CLOCK_REALTIME instant at which the record reaches the parser
+  uint64_t sequence; // FIFO among equal due times
+  uint64_t epoch;    // subscription epoch the kernel was launched in
+  msptiActivityKernel record;
+};
+
+class DeliveryThread {
+ public:
+  // Called without any DeliveryThread lock held; decides whether to write or drop.
+  using Sink = std::function<void(const PendingKernel&)>;
+
+  explicit DeliveryThread(Sink sink) : sink_(std::move(sink)) {}
+  DeliveryThread(const DeliveryThread&) = delete;
+  DeliveryThread& operator=(const DeliveryThread&) = delete;
+
+  // Schedules records; starts the reader thread on first use (it then lives until exit).
+  void schedule(std::vector<PendingKernel> kernels);
+  // Driver flush: hands every record whose kernel ended at or before `nowNs` to the sink on the
+  // calling thread, after any batch the reader is writing. Returns how many were handed over.
+  size_t pullEnded(uint64_t nowNs);
+  // Device tasks stopped: forgets every scheduled record. Returns how many were forgotten.
+  size_t discardAll();
+  size_t pending() const;
+
+ private:
+  struct LaterFirst {
+    bool operator()(const PendingKernel& a, const PendingKernel& b) const {
+      return a.dueNs != b.dueNs ? a.dueNs > b.dueNs : a.sequence > b.sequence;
+    }
+  };
+
+  void run();
+
+  const Sink sink_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;  // new earlier record, or a batch finished
+  std::priority_queue<PendingKernel, std::vector<PendingKernel>, LaterFirst> queue_;
+  uint64_t nextSequence_ = 0;
+  bool started_ = false;
+  bool writing_ = false;  // the reader is handing a batch to the sink, outside mutex_
+};
+
+}  // namespace torch_mspti::sim

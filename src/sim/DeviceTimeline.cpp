@@ -1,0 +1,41 @@
+#include "DeviceTimeline.h"
+
+#include <algorithm>
+
+namespace torch_mspti::sim {
+
+std::vector<KernelSlot> DeviceTimeline::place(uint32_t device, uint32_t stream, uint64_t earliestStartNs,
+                                              uint64_t durationNs, uint32_t count) {
+  std::vector<KernelSlot> slots;
+  slots.reserve(count);
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t& tail = tails_[{device, stream}];
+  uint64_t start = std::max(earliestStartNs, tail);
+  for (uint32_t i = 0; i < count; ++i) {
+    slots.push_back({start, start + durationNs});
+    start += durationNs;
+  }
+  if (!slots.empty()) {
+    tail = slots.back().end;
+  }
+  return slots;
+}
+
+uint64_t DeviceTimeline::streamTail(uint32_t device, uint32_t stream) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = tails_.find({device, stream});
+  return it == tails_.end() ? 0 : it->second;
+}
+
+uint64_t DeviceTimeline::deviceTail(int64_t device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t latest = 0;
+  for (const auto& [key, tail] : tails_) {
+    if (device < 0 || key.first == static_cast<uint64_t>(device)) {
+      latest = std::max(latest, tail);
+    }
+  }
+  return latest;
+}
+
+}  // namespace torch_mspti::sim

@@ -1,0 +1,34 @@
+// The process environment the real library and runtime read once: LD_PRELOAD (MSPTI 26.x caches
+// whether it names libmspti, mspti.md 2.3) and ASCEND_RT_VISIBLE_DEVICES (the runtime's logical ->
+// physical device map, mspti.md 4). Read when the simulator is loaded; reload() re-reads them.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace torch_mspti::sim {
+
+class Environment {
+ public:
+  Environment() { reload(); }
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  void reload();
+
+  // True when LD_PRELOAD contains "libmspti". The real library looks for "libmspti.so"; the
+  // simulator accepts the shorter substring so that preloading libmspti_sim.so qualifies.
+  bool ldPreloadHasMspti() const;
+
+  // Physical id of logical device `logical`: the logical-th entry of ASCEND_RT_VISIBLE_DEVICES,
+  // or `logical` itself when the variable is unset, empty or has no such entry.
+  uint32_t physicalDevice(uint32_t logical) const;
+
+ private:
+  mutable std::mutex mutex_;
+  bool ldPreloadHasMspti_ = false;
+  std::vector<uint32_t> visibleDevices_;
+};
+
+}  // namespace torch_mspti::sim

@@ -1,0 +1,101 @@
+// The MSPTI C ABI exported by libmspti_sim.so (declared in third_party/mspti/include/mspti/),
+// the 26.1 generation: kinds 1..12, MSPTI_ERROR_WITHOUT_LD_PRELOAD and msptiActivityIsEnabled.
+// Each entry point's real semantics are listed in src/sim/README.md.
+#include <cstring>
+
+#include "Export.h"
+#include "RecordSizes.h"
+#include "Simulator.h"
+#include "mspti/mspti.h"
+
+namespace sim = torch_mspti::sim;
+
+namespace {
+
+// The simulator itself does not throw; should an allocation fail, answer INNER rather than let
+// an exception cross the C boundary (the real library may throw there, mspti.md 6 item 7).
+template <typename Fn>
+msptiResult guarded(Fn&& fn) {
+  try {
+    return fn();
+  } catch (...) {
+    return MSPTI_ERROR_INNER;
+  }
+}
+
+}  // namespace
+
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiSubscribe(msptiSubscriberHandle* subscriber, msptiCallbackFunc callback,
+                                                  void* userdata) {
+  return guarded([&] { return sim::Simulator::instance().subscribe(subscriber, callback, userdata); });
+}
+
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiUnsubscribe(msptiSubscriberHandle subscriber) {
+  return guarded([&] { return sim::Simulator::instance().unsubscribe(subscriber); });
+}
+
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityRegisterCallbacks(msptiBuffersCallbackRequestFunc funcBufferRequested,
+                                                                  msptiBuffersCallbackCompleteFunc funcBufferCompleted) {
+  return guarded([&] {
+    return sim::Simulator::instance().buffers().registerCallbacks(funcBufferRequested, funcBufferCompleted);
+  });
+}
+
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityEnable(msptiActivityKind kind) {
+  return guarded([&] { return sim::Simulator::instance().enable(static_cast<int>(kind)); });
+}
+
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityDisable(msptiActivityKind kind) {
+  return guarded([&] { return sim::Simulator::instance().disable(static_cast<int>(kind)); });
+}
+
+TORCH_MSPTI_SIM_EXPORT bool msptiActivityIsEnabled(msptiActivityKind kind) {
+  return sim::Simulator::instance().isEnabled(static_cast<int>(kind));
+}
+
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityGetNextRecord(uint8_t* buffer, size_t validBufferSizeBytes,
+                                                              msptiActivity** record) {
+  // MSPTI's cursor is a function-static thread_local; `*record` is never read. The cursor is
+  // reset only when the end is reported, so a buffer left half-walked poisons the thread's next
+  // buffer, and an unknown kind leaves it stale (mspti.md 2.3, 6 item 2).
+  static thread_local size_t position = 0;
+  if (buffer == nullptr || record == nullptr) {
+    return MSPTI_ERROR_INVALID_PARAMETER;
+  }
+  if (position >= validBufferSizeBytes) {
+    position = 0;
+    return MSPTI_ERROR_MAX_LIMIT_REACHED;
+  }
+  int32_t kind = 0;
+  std::memcpy(&kind, buffer + position, sizeof(kind));  // the buffer need not be aligned
+  const size_t stride = sim::recordSizeOf(kind);
+  if (stride == 0) {
+    return MSPTI_ERROR_INNER;
+  }
+  *record = reinterpret_cast<msptiActivity*>(buffer + position);
+  position += stride;
+  return MSPTI_SUCCESS;
+}
+
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityFlushAll(uint32_t flag) {
+  (void)flag;  // ignored by MSPTI (mspti.md 2.3)
+  return guarded([&] { return sim::Simulator::instance().buffers().flushAll(); });
+}
+
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityFlushPeriod(uint32_t time) {
+  return guarded([&] { return sim::Simulator::instance().buffers().flushPeriod(time); });
+}
+
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPushExternalCorrelationId(msptiExternalCorrelationKind kind,
+                                                                          uint64_t id) {
+  return guarded([&] {
+    return sim::Simulator::instance().pushExternalCorrelationId(static_cast<uint32_t>(kind), id);
+  });
+}
+
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPopExternalCorrelationId(msptiExternalCorrelationKind kind,
+                                                                         uint64_t* lastId) {
+  return guarded([&] {
+    return sim::Simulator::instance().popExternalCorrelationId(static_cast<uint32_t>(kind), lastId);
+  });
+}

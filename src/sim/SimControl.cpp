@@ -1,0 +1,69 @@
+// The msptiSim* control API (src/sim/include/mspti_sim.h): host code playing the CANN runtime
+// and the device. Not part of MSPTI; the plugin core never calls it.
+#include <climits>
+
+#include "Export.h"
+#include "SimClock.h"
+#include "Simulator.h"
+#include "mspti_sim.h"
+
+namespace sim = torch_mspti::sim;
+
+namespace {
+
+// Build the simulator while the library is being loaded, so the environment (LD_PRELOAD,
+// ASCEND_RT_VISIBLE_DEVICES) is read "at load" as the real library and runtime do. No thread
+// is started here: dlopen must stay cheap and never wait on anything.
+[[maybe_unused]] const bool kBuiltAtLoad = (sim::Simulator::instance(), true);
+
+}  // namespace
+
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimLaunchKernel(const char* name, const char* type, uint32_t device,
+                                                     uint32_t stream, uint64_t duration_ns) {
+  try {
+    return sim::Simulator::instance().launcher().launch(name, type, device, stream, duration_ns, 1);
+  } catch (...) {
+    return 0;
+  }
+}
+
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimLaunchKernels(const char* name, const char* type, uint32_t device,
+                                                      uint32_t stream, uint64_t duration_ns, uint32_t count) {
+  try {
+    return sim::Simulator::instance().launcher().launch(name, type, device, stream, duration_ns, count);
+  } catch (...) {
+    return 0;
+  }
+}
+
+TORCH_MSPTI_SIM_EXPORT int msptiSimSynchronize(int32_t device) {
+  const uint64_t tail = sim::Simulator::instance().timeline().deviceTail(device);
+  if (tail > sim::realtimeNs()) {
+    sim::sleepUntilRealtimeNs(tail);
+  }
+  return 0;
+}
+
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream) {
+  return sim::Simulator::instance().timeline().streamTail(device, stream);
+}
+
+TORCH_MSPTI_SIM_EXPORT int msptiSimSetOption(const char* key, int64_t value) {
+  return sim::Simulator::instance().options().set(key, value);
+}
+
+TORCH_MSPTI_SIM_EXPORT int64_t msptiSimGetOption(const char* key) {
+  return sim::Simulator::instance().options().get(key);
+}
+
+TORCH_MSPTI_SIM_EXPORT void msptiSimGetStats(msptiSimStats* out) { sim::Simulator::instance().fillStats(out); }
+
+TORCH_MSPTI_SIM_EXPORT int msptiSimReloadEnvironment(void) {
+  sim::Simulator::instance().environment().reload();
+  return 0;
+}
+
+TORCH_MSPTI_SIM_EXPORT int msptiSimResetOptions(void) {
+  sim::Simulator::instance().options().resetDefaults();
+  return 0;
+}

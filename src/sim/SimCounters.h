@@ -1,0 +1,25 @@
+// Counters behind msptiSimGetStats. The real library keeps only a drop total it writes to the
+// plog at exit (mspti.md 2.1); the simulator exposes its counters so tests can assert on them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace torch_mspti::sim {
+
+struct SimCounters {
+  std::atomic<uint64_t> kernelsLaunched{0};
+  std::atomic<uint64_t> kernelRecords{0};
+  std::atomic<uint64_t> externalRecords{0};
+  std::atomic<uint64_t> apiRecords{0};
+  std::atomic<uint64_t> recordsDropped{0};
+  std::atomic<uint64_t> buffersRequested{0};
+  std::atomic<uint64_t> buffersDeclined{0};
+  std::atomic<uint64_t> buffersCompleted{0};
+
+  static void add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+    counter.fetch_add(n, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace torch_mspti::sim

@@ -1,0 +1,68 @@
+#include "SimOptions.h"
+
+#include <climits>
+#include <cstring>
+
+namespace torch_mspti::sim {
+
+namespace {
+
+constexpr int64_t kMaxDurationNs = 600LL * 1000000000LL;  // 10 min: far beyond any sane setting
+
+int findOption(const char* key) {
+  if (key == nullptr) {
+    return -1;
+  }
+  const auto& all = SimOptions::specs();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (std::strcmp(all[i].key, key) == 0) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+const std::array<OptionSpec, static_cast<size_t>(Option::kCount)>& SimOptions::specs() {
+  // Order matches enum Option.
+  static const std::array<OptionSpec, static_cast<size_t>(Option::kCount)> kSpecs = {{
+      {"delivery_delay_ns", 200000000, 0, kMaxDurationNs},
+      {"launch_latency_ns", 5000, 0, kMaxDurationNs},
+      {"disable_pulls", 1, 0, 1},
+      {"driver_flush_ns", 20000000, 0, kMaxDurationNs},
+      {"drop_after_disable", 1, 0, 1},
+      {"per_thread_stacks", 0, 0, 1},
+      {"buffer_threshold_pct", 80, 1, 100},
+  }};
+  return kSpecs;
+}
+
+SimOptions::SimOptions() { resetDefaults(); }
+
+void SimOptions::resetDefaults() {
+  const auto& all = specs();
+  for (size_t i = 0; i < all.size(); ++i) {
+    values_[i].store(all[i].defaultValue, std::memory_order_relaxed);
+  }
+}
+
+int SimOptions::set(const char* key, int64_t value) {
+  const int index = findOption(key);
+  if (index < 0) {
+    return -1;
+  }
+  const OptionSpec& spec = specs()[static_cast<size_t>(index)];
+  if (value < spec.minValue || value > spec.maxValue) {
+    return -1;
+  }
+  values_[static_cast<size_t>(index)].store(value, std::memory_order_relaxed);
+  return 0;
+}
+
+int64_t SimOptions::get(const char* key) const {
+  const int index = findOption(key);
+  return index < 0 ? INT64_MIN : values_[static_cast<size_t>(index)].load(std::memory_order_relaxed);
+}
+
+}  // namespace torch_mspti::sim

@@ -1,0 +1,52 @@
+// The simulator's tunables (msptiSimSetOption / msptiSimGetOption keys).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace torch_mspti::sim {
+
+enum class Option : size_t {
+  kDeliveryDelayNs,     // kernel end -> record written by the driver reader (mspti.md 5.3: ~200 ms)
+  kLaunchLatencyNs,     // host launch -> earliest device start
+  kDisablePulls,        // Disable(KERNEL) pulls ended kernels' records first (26.1 halProfDataFlush)
+  kDriverFlushNs,       // time the driver flush inside Disable takes (mspti.md 2.3: at most 20 ms)
+  kDropAfterDisable,    // records due while KERNEL is disabled are discarded (parser stopped)
+  kPerThreadStacks,     // external-correlation stacks per thread (NOT the real behaviour, 5.4)
+  kBufferThresholdPct,  // current buffer is queued once this full (ACTIVITY_BUFFER_THRESHOLD 0.8)
+  kCount
+};
+
+struct OptionSpec {
+  const char* key;
+  int64_t defaultValue;
+  int64_t minValue;
+  int64_t maxValue;
+};
+
+// Lock-free: every value is one atomic, read on the hot paths (launch, delivery).
+class SimOptions {
+ public:
+  SimOptions();
+  SimOptions(const SimOptions&) = delete;
+  SimOptions& operator=(const SimOptions&) = delete;
+
+  // 0 on success, -1 for an unknown key or a value outside [min, max].
+  int set(const char* key, int64_t value);
+  // INT64_MIN for an unknown key.
+  int64_t get(const char* key) const;
+  int64_t get(Option option) const {
+    return values_[static_cast<size_t>(option)].load(std::memory_order_relaxed);
+  }
+  bool flag(Option option) const { return get(option) != 0; }
+  void resetDefaults();
+
+  static const std::array<OptionSpec, static_cast<size_t>(Option::kCount)>& specs();
+
+ private:
+  std::array<std::atomic<int64_t>, static_cast<size_t>(Option::kCount)> values_;
+};
+
+}  // namespace torch_mspti::sim

@@ -1,0 +1,106 @@
+#include "Simulator.h"
+
+#include "CallbackContext.h"
+#include "SimClock.h"
+
+namespace torch_mspti::sim {
+
+namespace {
+
+// Kinds whose Disable first flushes their driver channels (mspti.md 2.3).
+bool flushesChannelOnDisable(int kind) {
+  return kind == MSPTI_ACTIVITY_KIND_MARKER || kind == MSPTI_ACTIVITY_KIND_KERNEL ||
+         kind == MSPTI_ACTIVITY_KIND_HCCL || kind == MSPTI_ACTIVITY_KIND_COMMUNICATION;
+}
+
+// KERNEL and COMMUNICATION both read the STARS SOC log channel, where kernel records travel.
+bool flushesSocLog(int kind) {
+  return kind == MSPTI_ACTIVITY_KIND_KERNEL || kind == MSPTI_ACTIVITY_KIND_COMMUNICATION;
+}
+
+}  // namespace
+
+Simulator& Simulator::instance() {
+  // Deliberately leaked: never destroyed, so no thread can see it half torn down at exit.
+  static Simulator* const simulator = new Simulator();
+  return *simulator;
+}
+
+Simulator::Simulator()
+    : buffers_(options_, counters_),
+      delivery_([this](const PendingKernel& kernel) { launcher_.writeKernelRecord(kernel); }),
+      launcher_(LaunchContext{options_, counters_, environment_, switches_, subscriber_, externalCorrelation_,
+                              timeline_, buffers_, names_, delivery_}) {}
+
+msptiResult Simulator::subscribe(msptiSubscriberHandle* handle, msptiCallbackFunc callback, void* userdata) {
+  return subscriber_.subscribe(handle, callback, userdata);
+}
+
+msptiResult Simulator::unsubscribe(msptiSubscriberHandle handle) {
+  // Stops the device tasks: records the device has not reported yet are lost. No buffer is
+  // delivered; FlushAll is still needed afterwards (mspti.md 2.2, 5.6).
+  return subscriber_.unsubscribe(handle, [this] {
+    SimCounters::add(counters_.recordsDropped, delivery_.discardAll());
+  });
+}
+
+msptiResult Simulator::enable(int kind) {
+  if (!ActivitySwitches::isValidKind(kind)) {
+    return MSPTI_ERROR_INVALID_PARAMETER;
+  }
+  if (ActivitySwitches::needsLdPreload(kind) && !environment_.ldPreloadHasMspti()) {
+    return MSPTI_ERROR_WITHOUT_LD_PRELOAD;
+  }
+  switches_.set(kind, true);
+  return MSPTI_SUCCESS;
+}
+
+msptiResult Simulator::disable(int kind) {
+  if (!ActivitySwitches::isValidKind(kind)) {
+    return MSPTI_ERROR_INVALID_PARAMETER;
+  }
+  // The driver flush channels exist only while subscribed, and only for a kind that is on.
+  if (flushesChannelOnDisable(kind) && switches_.isOn(kind) && subscriber_.active() &&
+      options_.flag(Option::kDisablePulls)) {
+    if (CallbackScope::holdsBufferLock()) {
+      abortOnReentry("msptiActivityDisable", "its driver flush records under the buffer mutex MSPTI already holds");
+    }
+    // MSPTI 26.1 halProfDataFlush: device data of kernels that have ended is parsed now, on this
+    // thread; kernels still running are not waited for. The flush itself takes up to 20 ms per
+    // channel (mspti.md 2.3), modelled by driver_flush_ns.
+    if (flushesSocLog(kind)) {
+      delivery_.pullEnded(realtimeNs());
+    }
+    sleepForNs(static_cast<uint64_t>(options_.get(Option::kDriverFlushNs)));
+  }
+  // Then the parser stops and the switch is cleared.
+  switches_.set(kind, false);
+  return MSPTI_SUCCESS;
+}
+
+msptiResult Simulator::pushExternalCorrelationId(uint32_t kind, uint64_t id) {
+  return externalCorrelation_.push(kind, id, options_.flag(Option::kPerThreadStacks));
+}
+
+msptiResult Simulator::popExternalCorrelationId(uint32_t kind, uint64_t* lastId) {
+  return externalCorrelation_.pop(kind, lastId, options_.flag(Option::kPerThreadStacks));
+}
+
+void Simulator::fillStats(msptiSimStats* out) const {
+  if (out == nullptr) {
+    return;
+  }
+  auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  out->kernels_launched = get(counters_.kernelsLaunched);
+  out->kernel_records = get(counters_.kernelRecords);
+  out->external_records = get(counters_.externalRecords);
+  out->api_records = get(counters_.apiRecords);
+  out->records_dropped = get(counters_.recordsDropped);
+  out->records_pending = delivery_.pending();
+  out->buffers_requested = get(counters_.buffersRequested);
+  out->buffers_declined = get(counters_.buffersDeclined);
+  out->buffers_completed = get(counters_.buffersCompleted);
+  out->external_stack_depth = externalCorrelation_.globalDepth(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+}
+
+}  // namespace torch_mspti::sim

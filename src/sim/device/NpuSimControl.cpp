@@ -1,0 +1,76 @@
+// Control surface of the simulated NPU for Python: torch.ops.npu_sim.* (the library is loaded with
+// torch.ops.load_library, so plain ops are its only entry points).
+#include "NpuSimRuntime.h"
+
+#include <torch/library.h>
+
+#include <string>
+#include <vector>
+
+namespace torch_mspti::sim {
+namespace {
+
+void configure_op(const std::string& simulator, int64_t device_count, const std::string& launch_mode,
+                  double duration_scale, int64_t min_duration_ns, int64_t fixed_duration_ns,
+                  int64_t queue_pickup_ns, int64_t housekeeping_every) {
+  Config cfg;
+  cfg.device_count = static_cast<int>(device_count);
+  TORCH_CHECK(launch_mode == "direct" || launch_mode == "queued",
+              "simulated NPU: launch_mode must be 'direct' or 'queued', got '", launch_mode, "'");
+  cfg.mode = launch_mode == "direct" ? LaunchMode::kDirect : LaunchMode::kQueued;
+  TORCH_CHECK(duration_scale >= 0.0, "simulated NPU: duration_scale must be >= 0");
+  cfg.duration_scale = duration_scale;
+  cfg.min_duration_ns = std::max<int64_t>(0, min_duration_ns);
+  cfg.fixed_duration_ns = std::max<int64_t>(0, fixed_duration_ns);
+  cfg.queue_pickup_ns = std::max<int64_t>(0, queue_pickup_ns);
+  cfg.housekeeping_every = std::max<int64_t>(0, housekeeping_every);
+  configure(simulator, cfg);
+}
+
+bool is_configured_op() { return configured(); }
+
+std::string launch_mode_op() {
+  return config().mode == LaunchMode::kDirect ? "direct" : "queued";
+}
+
+int64_t device_count_op() { return config().device_count; }
+int64_t current_device_op() { return current_device(); }
+void set_device_op(int64_t index) { set_current_device(static_cast<c10::DeviceIndex>(index)); }
+int64_t current_stream_op(int64_t device) {
+  check_device(static_cast<c10::DeviceIndex>(device));
+  return current_stream_id(static_cast<c10::DeviceIndex>(device));
+}
+void set_stream_op(int64_t device, int64_t id) {
+  check_device(static_cast<c10::DeviceIndex>(device));
+  set_current_stream_id(static_cast<c10::DeviceIndex>(device), id);
+}
+void synchronize_op(int64_t device) { synchronize_device(static_cast<int>(device)); }
+void drain_op() { drain_queue(); }
+
+// [ops, launches, kernels, housekeeping, queued_max_depth]
+std::vector<int64_t> counters_op() {
+  const DeviceCounters c = counters();
+  return {static_cast<int64_t>(c.ops), static_cast<int64_t>(c.launches), static_cast<int64_t>(c.kernels),
+          static_cast<int64_t>(c.housekeeping), static_cast<int64_t>(c.queued_max_depth)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY(npu_sim, m) {
+  m.def(
+      "configure(str simulator, int device_count, str launch_mode, float duration_scale, "
+      "int min_duration_ns, int fixed_duration_ns, int queue_pickup_ns, int housekeeping_every) -> ()",
+      &configure_op);
+  m.def("is_configured() -> bool", &is_configured_op);
+  m.def("launch_mode() -> str", &launch_mode_op);
+  m.def("device_count() -> int", &device_count_op);
+  m.def("current_device() -> int", &current_device_op);
+  m.def("set_device(int index) -> ()", &set_device_op);
+  m.def("current_stream(int device) -> int", &current_stream_op);
+  m.def("set_stream(int device, int stream_id) -> ()", &set_stream_op);
+  m.def("synchronize(int device) -> ()", &synchronize_op);
+  m.def("drain() -> ()", &drain_op);
+  m.def("counters() -> int[]", &counters_op);
+}
+
+}  // namespace torch_mspti::sim

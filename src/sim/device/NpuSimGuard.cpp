@@ -1,0 +1,181 @@
+// PrivateUse1 registrations of the simulated NPU that are not ops: the host-memory allocator, the
+// DeviceGuardImpl (devices, streams, events) and the PrivateUse1 hooks.
+#include "NpuSimRuntime.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace torch_mspti::sim {
+namespace {
+
+constexpr c10::DeviceType kNpu = c10::DeviceType::PrivateUse1;
+
+void free_host(void* p) { std::free(p); }
+
+// Device memory is plain host memory, 64-byte aligned; the DataPtr carries the device index.
+class HostBackedAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override {
+    const c10::DeviceIndex dev = current_device();
+    void* p = nullptr;
+    if (nbytes > 0) {
+      const size_t rounded = (nbytes + 63) / 64 * 64;
+      p = std::aligned_alloc(64, rounded);
+      TORCH_CHECK(p != nullptr, "simulated NPU: out of memory allocating ", nbytes, " bytes");
+      note_allocation(dev);
+    }
+    return {p, p, &free_host, c10::Device(kNpu, dev)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &free_host; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+
+HostBackedAllocator g_allocator;
+
+class GuardImpl final : public c10::impl::DeviceGuardImplInterface {
+ public:
+  c10::DeviceType type() const override { return kNpu; }
+
+  c10::Device exchangeDevice(c10::Device d) const override {
+    const c10::Device old = getDevice();
+    if (d.index() != old.index()) setDevice(d);
+    return old;
+  }
+  c10::Device getDevice() const override { return {kNpu, current_device()}; }
+  void setDevice(c10::Device d) const override {
+    TORCH_CHECK(d.type() == kNpu, "simulated NPU: expected an npu device, got ", d);
+    set_current_device(d.index());
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (d.index() >= 0 && d.index() < deviceCount()) {
+      try {
+        set_current_device(d.index());
+      } catch (...) {
+      }
+    }
+  }
+
+  c10::Stream getStream(c10::Device d) const override {
+    return c10::Stream(c10::Stream::UNSAFE, d, current_stream_id(d.index()));
+  }
+  c10::Stream getDefaultStream(c10::Device d) const override {
+    return c10::Stream(c10::Stream::UNSAFE, d, kDefaultStreamId);
+  }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool /*high_priority*/) const override {
+    return c10::Stream(c10::Stream::UNSAFE, d, pooled_stream_id(d.index()));
+  }
+  c10::Stream getNewStream(c10::Device d, int /*priority*/) const override {
+    return c10::Stream(c10::Stream::UNSAFE, d, new_stream_id(d.index()));
+  }
+  c10::Stream exchangeStream(c10::Stream s) const override {
+    const c10::Stream old = getStream(s.device());
+    set_current_stream_id(s.device_index(), s.id());
+    return old;
+  }
+
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return static_cast<c10::DeviceIndex>(config().device_count);
+  }
+
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
+              const c10::EventFlag /*flag*/) const override {
+    TORCH_CHECK(device_index == -1 || device_index == stream.device_index(),
+                "simulated NPU: event device ", static_cast<int>(device_index),
+                " does not match stream device ", stream.device());
+    if (*event == nullptr) *event = event_create();
+    event_record(static_cast<SimEvent*>(*event), stream.device_index(), stream.id());
+  }
+  // Cross-stream waits are not modelled on the simulated timeline: block() orders nothing.
+  void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
+  bool queryEvent(void* event) const override {
+    return event == nullptr || event_query(static_cast<SimEvent*>(event));
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
+    try {
+      event_destroy(static_cast<SimEvent*>(event));
+    } catch (...) {
+    }
+  }
+  void synchronizeEvent(void* event) const override {
+    if (event != nullptr) event_synchronize(static_cast<SimEvent*>(event));
+  }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device_index*/) const override {
+    TORCH_CHECK(start != nullptr && end != nullptr,
+                "simulated NPU: both events must be recorded before elapsed_time()");
+    return event_elapsed_ms(static_cast<SimEvent*>(start), static_cast<SimEvent*>(end));
+  }
+
+  bool queryStream(const c10::Stream& s) const override { return stream_idle(s.device_index(), s.id()); }
+  void synchronizeStream(const c10::Stream& s) const override {
+    synchronize_stream(s.device_index(), s.id());
+  }
+  void synchronizeDevice(const c10::DeviceIndex device_index) const override {
+    synchronize_device(device_index);
+  }
+  void recordDataPtrOnStream(const c10::DataPtr& /*data_ptr*/, const c10::Stream& /*stream*/) const override {}
+};
+
+class Hooks final : public at::PrivateUse1HooksInterface {
+ public:
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return configured(); }
+  bool hasPrimaryContext(c10::DeviceIndex device_index) const override {
+    return device_index >= 0 && device_index < config().device_count;
+  }
+  c10::DeviceIndex deviceCount() const override {
+    return static_cast<c10::DeviceIndex>(config().device_count);
+  }
+  void setCurrentDevice(c10::DeviceIndex device) const override { set_current_device(device); }
+  c10::DeviceIndex getCurrentDevice() const override { return current_device(); }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
+    const c10::DeviceIndex old = current_device();
+    set_current_device(device);
+    return old;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override {
+    return exchangeDevice(device);
+  }
+  // Random numbers for npu tensors come from the CPU generator: the fallback runs CPU kernels.
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex /*device_index*/) const override {
+    return at::detail::getDefaultCPUGenerator();
+  }
+  at::Device getDeviceFromPtr(void* /*data*/) const override { return {kNpu, current_device()}; }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  bool isPinnedPtr(const void* /*data*/) const override { return false; }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+    TORCH_CHECK(impl->resizable(), "simulated NPU: storage is not resizable");
+    c10::DataPtr fresh = g_allocator.allocate(newsize);
+    const size_t keep = std::min(newsize, impl->nbytes());
+    if (keep > 0) std::memcpy(fresh.get(), impl->data(), keep);
+    impl->set_data_ptr_noswap(std::move(fresh));
+    impl->set_nbytes(newsize);
+  }
+};
+
+Hooks* hooks() {
+  static Hooks* h = new Hooks();
+  return h;
+}
+
+struct Registrar {
+  Registrar() { at::RegisterPrivateUse1HooksInterface(hooks()); }
+};
+Registrar g_registrar;
+
+}  // namespace
+
+c10::Allocator* device_allocator() { return &g_allocator; }
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+}  // namespace torch_mspti::sim

@@ -1,0 +1,100 @@
+// Runtime of the simulated NPU: the PrivateUse1 device that torch_mspti.sim.enable() names "npu".
+//
+// Memory is host memory; "kernels" are placed on the simulated device timeline of libmspti_sim.so,
+// which this library reaches only through dlopen/dlsym (never linked), so that the device and the
+// profiler plugin drive the very same in-process simulator.
+//
+// Launch modes (as torch_npu has):
+//   direct  the launch happens on the op's own thread, inside the op;
+//   queued  the op enqueues the launch and returns; one worker thread launches later, in FIFO
+//           order, like torch_npu's task queue (TASK_QUEUE_ENABLE=1, its default).
+// Every function here is thread-safe.
+#pragma once
+
+#include <c10/core/Allocator.h>
+#include <c10/core/Device.h>
+#include <c10/core/Stream.h>
+
+#include <cstdint>
+#include <string>
+
+namespace torch_mspti::sim {
+
+enum class LaunchMode { kDirect, kQueued };
+
+struct Config {
+  int device_count = 2;
+  LaunchMode mode = LaunchMode::kQueued;
+  double duration_scale = 1.0;      // kernel duration = measured host compute time * scale
+  int64_t min_duration_ns = 2000;   // lower bound of a kernel's duration
+  int64_t fixed_duration_ns = 0;    // > 0: every kernel lasts exactly this (model instead of measure)
+  int64_t queue_pickup_ns = 20000;  // queued mode: worker's delay between dequeue and launch
+  int64_t housekeeping_every = 64;  // every Nth allocation on a device triggers a housekeeping kernel
+};
+
+// Loads the simulator (dlopen RTLD_NOW|RTLD_LOCAL; never closed) and applies `cfg`.
+// May be called again with another config; the simulator path must then be the same.
+void configure(const std::string& simulator_path, const Config& cfg);
+bool configured();
+Config config();
+
+// The host-memory allocator of the npu device (NpuSimGuard.cpp).
+c10::Allocator* device_allocator();
+
+// Registers the CPU fallback as the npu kernel of ops whose composite kernel would otherwise
+// route them through their out= variant (NpuSimFallback.cpp). Called once by configure().
+void install_direct_fallbacks();
+
+// Wall clock (CLOCK_REALTIME, ns since the epoch): the simulator's time base.
+uint64_t now_ns();
+
+// Per-thread current device and current stream (stream ids >= 1; 1 is a device's default stream).
+constexpr int64_t kDefaultStreamId = 1;
+c10::DeviceIndex current_device();
+void set_current_device(c10::DeviceIndex index);
+int64_t current_stream_id(c10::DeviceIndex index);
+void set_current_stream_id(c10::DeviceIndex index, int64_t id);
+int64_t new_stream_id(c10::DeviceIndex index);      // 2, 3, ... per device
+int64_t pooled_stream_id(c10::DeviceIndex index);   // round robin over a small pool
+void check_device(c10::DeviceIndex index);
+
+// Kernel launch on (device, stream). `name`/`type` must be string literals or interned strings.
+// duration_ns is the total device time; `count` kernels share it back to back.
+void launch(const char* name, const char* type, c10::DeviceIndex device, int64_t stream,
+            uint64_t duration_ns, uint32_t count = 1);
+// Launch on a helper thread that never runs an op (allocator/housekeeping work).
+void launch_housekeeping(const char* name, const char* type, c10::DeviceIndex device);
+// Called by the allocator on every allocation.
+void note_allocation(c10::DeviceIndex device);
+
+// Duration from a measured host time (applies the configured model).
+uint64_t kernel_duration(uint64_t measured_ns);
+
+// Waits until every launch enqueued so far has been launched (no-op in direct mode).
+void drain_queue();
+// Drains the queue, then waits until the timeline of `device` (all devices when < 0) caught up.
+void synchronize_device(int device);
+void synchronize_stream(c10::DeviceIndex device, int64_t stream);
+bool stream_idle(c10::DeviceIndex device, int64_t stream);
+
+// Events: a recorded event holds the device time at which the stream reaches it.
+struct SimEvent;
+SimEvent* event_create();
+void event_destroy(SimEvent* ev);
+void event_record(SimEvent* ev, c10::DeviceIndex device, int64_t stream);
+bool event_query(SimEvent* ev);
+void event_synchronize(SimEvent* ev);
+double event_elapsed_ms(SimEvent* start, SimEvent* end);
+
+// Counters kept by the device (independent of the simulator's own statistics).
+struct DeviceCounters {
+  uint64_t ops = 0;              // op executions that launched kernels
+  uint64_t launches = 0;         // launch calls made to the simulator
+  uint64_t kernels = 0;          // kernels those launches covered
+  uint64_t housekeeping = 0;     // launches made outside any op
+  uint64_t queued_max_depth = 0; // deepest the task queue got
+};
+DeviceCounters counters();
+void count_op();
+
+}  // namespace torch_mspti::sim

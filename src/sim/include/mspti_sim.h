@@ -1,0 +1,99 @@
+// Control API of libmspti_sim.so, torch-mspti's simulated MSPTI.
+//
+// The simulator exports the real MSPTI C ABI (third_party/mspti/include/mspti/*.h) with the real
+// library's behaviour and quirks (shared/docs/mspti.md section 11), and in addition these
+// msptiSim* functions, through which host code plays the part of the CANN runtime and the device:
+// it launches kernels, advances a simulated device timeline that runs in real (wall-clock) time,
+// and tunes delivery latency and faults. Nothing in the plugin core calls these functions; tests,
+// the simulated NPU device and benchmarks do (ctypes or dlsym on the same loaded library).
+//
+// Units: times are ns (since the Unix epoch, CLOCK_REALTIME, where a time point is meant).
+// Thread-safety: every function may be called from any thread at any time.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Launch one kernel as the CANN runtime would on the calling thread:
+//  * if MSPTI_ACTIVITY_KIND_KERNEL is enabled and a subscriber exists, a new correlation id is
+//    minted (process-wide counter from 1, never reset) and becomes the calling thread's
+//    "current" id; one EXTERNAL_CORRELATION record per non-empty external stack (top of stack)
+//    is written at once if that kind is enabled; an API/RUNTIME_API record (calling tid, host
+//    start/end of this call, the new id, name "LaunchKernelV2") is written if enabled;
+//  * the kernel is placed on the device timeline of (device, stream):
+//    start = max(now + launch latency, end of the previous kernel on that stream),
+//    end = start + duration_ns, and its KERNEL record reaches the activity buffer
+//    `delivery delay` after `end` (default 200 ms), from a driver-reader thread.
+// `device` is the logical index the runtime user sees; records carry the physical id, mapped
+// through ASCEND_RT_VISIBLE_DEVICES as the real runtime does. `name`/`type` are copied
+// (interned for the life of the process, as MSPTI's hash caches are). A NULL `type` means
+// "KERNEL_AICORE"; a type that does not start with "KERNEL" is a non-kernel task: as in MSPTI
+// (mspti.md 4, task-track types) it mints no id and produces no record, but still runs on the
+// timeline. A NULL `name` is recorded as "".
+// Returns the correlation id, or 0 when no id was minted (kernel collection off): the kernel
+// still executes on the timeline.
+uint64_t msptiSimLaunchKernel(const char* name, const char* type, uint32_t device, uint32_t stream,
+                              uint64_t duration_ns);
+
+// Same as msptiSimLaunchKernel for a launch that covers `count` kernels (one correlation id,
+// one external-correlation and API record, `count` KERNEL records back to back on the stream).
+uint64_t msptiSimLaunchKernels(const char* name, const char* type, uint32_t device, uint32_t stream,
+                               uint64_t duration_ns, uint32_t count);
+
+// Block until the device timeline of `device` (or of every device when device < 0) has caught up
+// with wall-clock time, i.e. every kernel launched so far has ended. Returns 0.
+int msptiSimSynchronize(int32_t device);
+
+// End time (ns since the epoch) of the last kernel on (device, stream); 0 when none.
+uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
+
+// Tunables. Keys (value type int64):
+//   "delivery_delay_ns"    delay from kernel end to its record reaching the buffer (200000000)
+//   "launch_latency_ns"    host launch to earliest device start (5000)
+//   "disable_pulls"        1: Disable(KERNEL) first pulls every kernel record still in flight
+//                          into the buffer (MSPTI 26.1 halProfDataFlush); 0: it pulls nothing (1)
+//   "driver_flush_ns"      time Disable(KERNEL) spends in the driver flush (20000000)
+//   "drop_after_disable"   1: kernel records that become due after their kind was disabled are
+//                          discarded (parser stopped); 0: they are still recorded (1)
+//   "per_thread_stacks"    1: external-correlation stacks per thread; 0: one process-global
+//                          stack per kind, as the real library (0)
+//   "buffer_threshold_pct" fill level at which the current buffer is queued (80)
+// Returns 0 on success, -1 for an unknown key or an out-of-range value.
+int msptiSimSetOption(const char* key, int64_t value);
+// Returns the value, or INT64_MIN for an unknown key.
+int64_t msptiSimGetOption(const char* key);
+
+typedef struct {
+  uint64_t kernels_launched;      // kernels placed on the timeline
+  uint64_t kernel_records;        // KERNEL records written into buffers
+  uint64_t external_records;      // EXTERNAL_CORRELATION records written
+  uint64_t api_records;           // API/RUNTIME_API records written
+  uint64_t records_dropped;       // records lost: declined buffer, disabled kind, no space
+  uint64_t records_pending;       // kernel records scheduled but not yet written
+  uint64_t buffers_requested;     // request-callback calls
+  uint64_t buffers_declined;      // requests answered with NULL/0
+  uint64_t buffers_completed;     // complete-callback calls (NULL buffers included)
+  uint64_t external_stack_depth;  // current depth of the CUSTOM0 stack (process-global mode)
+} msptiSimStats;
+
+// Fill *out (ignored when NULL) with counters since the library was loaded.
+void msptiSimGetStats(msptiSimStats* out);
+
+// Added by the simulator (not part of the first control API draft):
+
+// Re-read the environment the simulator otherwise reads once, when it is loaded:
+//   ASCEND_RT_VISIBLE_DEVICES  logical -> physical device map ("2,3": logical 0 -> physical 2)
+//   LD_PRELOAD                 cached "contains libmspti" answer for the kinds that need the preload
+// Tests use it after setenv(); the real library reads both once (mspti.md 2.3, 4). Returns 0.
+int msptiSimReloadEnvironment(void);
+
+// Put every option back to its default value (see msptiSimSetOption). Returns 0.
+int msptiSimResetOptions(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif

@@ -1,0 +1,74 @@
+"""torch-mspti: NPU kernels in ``torch.profiler`` through Ascend MSPTI.
+
+Importing this package (``import torch`` does it for you through the ``torch.backends`` entry
+point) registers a libkineto PrivateUse1 activity profiler. With torch_npu (or the simulator,
+``torch_mspti.sim.enable()``) naming the PrivateUse1 backend, ``torch.profiler.profile(
+activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1])`` then records the NPU kernels,
+links them to the ops that launched them and gives those ops device time.
+
+libmspti.so is found and loaded lazily, when the first device profiling session starts (or when
+``diagnostics()`` / ``torch-mspti doctor`` asks). A missing library gives a CPU-only trace, one
+warning, and a reason in ``diagnostics()``.
+
+Environment: ``TORCH_MSPTI_PROFILER=auto|mspti|off`` (registration, see README),
+``TORCH_MSPTI_LIBRARY`` (explicit libmspti path) and the ``TORCH_MSPTI_<SETTING>`` variables of
+:data:`config`.
+"""
+
+from __future__ import annotations
+
+import os as _os
+
+import torch as _torch  # libtorch_cpu must be loaded before the extension
+
+from . import _torch_version
+
+try:
+    from . import _build_info
+except ImportError as _exc:  # a source checkout without a build
+    raise ImportError(
+        "torch_mspti is not built: install it with `pip install --no-build-isolation .` "
+        "(see README.md)"
+    ) from _exc
+
+_torch_version.check_torch_version(_build_info.TORCH_VERSION, _torch.__version__)
+
+from . import _C  # noqa: E402
+from ._paths import simulator_library  # noqa: E402
+from .config import config  # noqa: E402
+from .diagnostics import Diagnostics, diagnostics  # noqa: E402
+
+__version__ = _C.__version__
+
+__all__ = ["config", "diagnostics", "Diagnostics", "use_library", "simulator_library", "registration_message"]
+
+
+def use_library(path: str | _os.PathLike[str]) -> None:
+    """Use the MSPTI library at ``path`` (absolute after resolution) from the next session on.
+
+    Equivalent to ``config.library_path = path``. Raises RuntimeError when a different library
+    is already loaded (a loaded MSPTI stays for the life of the process), TypeError for a
+    non-path argument. Thread-safe.
+    """
+    if not isinstance(path, (str, _os.PathLike)):
+        raise TypeError(f"library_path: expected a str or os.PathLike, got {path!r}")
+    config.library_path = _os.path.abspath(_os.fspath(path))
+
+
+def _register() -> str:
+    mode = _os.environ.get("TORCH_MSPTI_PROFILER", "auto").strip().lower() or "auto"
+    if mode not in ("auto", "mspti", "off"):
+        import warnings
+
+        warnings.warn(
+            f"TORCH_MSPTI_PROFILER={mode!r} is not allowed (use auto, mspti or off); using 'auto'",
+            stacklevel=3,
+        )
+        mode = "auto"
+    return _C.register_profiler(mode)
+
+
+#: One line saying which profiler serves PrivateUse1 traces in this process.
+registration_message: str = _register()
+if _os.environ.get("TORCH_MSPTI_VERBOSE", "") not in ("", "0"):
+    print(registration_message)

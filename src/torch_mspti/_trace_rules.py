@@ -1,0 +1,405 @@
+"""Structural rules over an exported Chrome trace (the engine behind ``torch_mspti.check``).
+
+Pure Python, no torch. Every rule runs in O(n log n): one pass indexes the events by lane, then
+each rule sorts and sweeps. Times are Chrome-trace microseconds (kineto writes 3 decimals), so
+comparisons allow a small tolerance (see ``tolerance_for``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from bisect import bisect_right
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+# Kineto rounds ts and dur to 1 ns (3 decimals in µs); an end computed as ts + dur can be off by
+# both roundings plus the float error of the sum.
+TOLERANCE_US = 0.0015
+
+DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+OP_CAT = "cpu_op"
+LAUNCH_CAT = "privateuse1_runtime"
+FLOW_CAT = "ac2g"
+HEALTH_KEY = "torch_mspti"
+# kineto's output_base.h: device lanes get sort index device + kExceedMaxPid.
+EXCEED_MAX_PID = 5_000_000
+
+RULES: dict[str, str] = {
+    "event-malformed": "every entry of traceEvents is an object with scalar pid, tid and id",
+    "timestamp-not-numeric": "slices and flow events carry numeric, finite ts (and dur for slices)",
+    "duration-not-positive": "kernels, copies and launches last > 0 µs; no slice has a negative dur",
+    "kernel-args": "kernels carry device, stream and correlation matching their pid/tid",
+    "launch-args": "launch events carry correlation and no stream",
+    "flow-duplicate-start": "each ac2g flow id starts once",
+    "flow-unpaired": "every ac2g start has a finish and every finish a start",
+    "flow-backwards": "an ac2g finish is not earlier than its start",
+    "flow-start-not-on-host-slice": "an ac2g start sits inside a slice on a host (cpu_op) lane",
+    "flow-end-not-on-device-slice": "an ac2g finish sits inside a kernel/copy slice on a device lane",
+    "flow-end-binding": 'an ac2g finish has "bp": "e" (bind to the enclosing slice)',
+    "flow-link-mismatch": "both ends of an arrow agree on correlation and External id",
+    "kernel-overlap-in-stream": "kernels on one stream (pid + tid) do not overlap",
+    "launch-not-nested-in-op": "each launch lies inside a cpu_op slice on its pid/tid",
+    "npu-lane-unnamed": "device processes have process_name and process_labels, streams a thread_name",
+    "npu-lane-sorted-above-cpu": "device processes sort below (after) every CPU process",
+    "link-ratio-below-min": "the share of kernels with an External id reaches --min-link-ratio",
+    "health-report-malformed": 'the trace-level "torch_mspti" entry is a JSON object',
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One rule violation: the rule id, a readable message and an excerpt of the offending event."""
+
+    rule: str
+    message: str
+    event: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "message": self.message, "event": self.event}
+
+
+_EXCERPT_KEYS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id")
+
+
+def excerpt(events: list, index: int) -> dict[str, Any]:
+    e = events[index]
+    out: dict[str, Any] = {"index": index}
+    if not isinstance(e, dict):
+        out["value"] = repr(e)[:80]
+        return out
+    for k in _EXCERPT_KEYS:
+        if k in e:
+            v = e[k]
+            out[k] = v[:77] + "..." if isinstance(v, str) and len(v) > 80 else v
+    return out
+
+
+class Sink:
+    """Counts every problem; keeps the first ``limit`` with their excerpts."""
+
+    def __init__(self, events: list, limit: int) -> None:
+        self.events = events
+        self.limit = max(0, limit)
+        self.kept: list[Problem] = []
+        self.counts: Counter[str] = Counter()
+
+    def add(self, rule: str, message: str, index: int | None = None) -> None:
+        self.counts[rule] += 1
+        if len(self.kept) < self.limit:
+            ev = excerpt(self.events, index) if index is not None else None
+            self.kept.append(Problem(rule, message, ev))
+
+
+def is_number(v: Any) -> bool:
+    """A finite int or float, not a bool (called per event, so exact types are tested first)."""
+    t = type(v)
+    if t is float:
+        return v - v == 0.0  # False for inf and nan
+    if t is int:
+        return True
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def fmt_ts(v: Any) -> str:
+    return f"{v:.3f}" if is_number(v) else repr(v)
+
+
+def tolerance_for(max_abs_ts: float) -> float:
+    # Absolute-epoch traces have ts near 5e12 µs where one float ulp is ~0.001 µs.
+    return TOLERANCE_US + 4 * math.ulp(max_abs_ts)
+
+
+class Lane:
+    """Slices of one (pid, tid), sorted by start (outer first on ties), with a running max of ends."""
+
+    __slots__ = ("starts", "ends", "idx", "pmax")
+
+    def __init__(self, items: list[tuple[float, float, int]]) -> None:
+        items.sort(key=lambda t: (t[0], -t[1]))
+        self.starts = [t[0] for t in items]
+        self.ends = [t[1] for t in items]
+        self.idx = [t[2] for t in items]
+        self.pmax: list[float] = []
+        m = -math.inf
+        for end in self.ends:
+            m = end if end > m else m
+            self.pmax.append(m)
+
+    def innermost(self, ts: float, tol: float) -> int | None:
+        """Event index of the latest-starting slice that encloses ``ts``, or None."""
+        j = bisect_right(self.starts, ts + tol) - 1
+        # Walk back only while some earlier slice still reaches ts (pmax is monotone).
+        while j >= 0 and self.pmax[j] >= ts - tol:
+            if self.ends[j] >= ts - tol:
+                return self.idx[j]
+            j -= 1
+        return None
+
+    def covers(self, start: float, end: float, tol: float) -> bool:
+        """True when one slice spans [start, end]."""
+        j = bisect_right(self.starts, start + tol) - 1
+        return j >= 0 and self.pmax[j] >= end - tol
+
+
+def lane_name(pid: Any, tid: Any, device: bool) -> str:
+    return f"device {pid} stream {tid}" if device else f"pid {pid} tid {tid}"
+
+
+@dataclass
+class Index:
+    """Everything the rules need, gathered in one pass over the events."""
+
+    events: list
+    slices: dict[tuple, list] = field(default_factory=lambda: defaultdict(list))
+    device_slices: dict[tuple, list] = field(default_factory=lambda: defaultdict(list))
+    op_slices: dict[tuple, list] = field(default_factory=lambda: defaultdict(list))
+    launches: list[int] = field(default_factory=list)
+    starts: dict[tuple, list[int]] = field(default_factory=lambda: defaultdict(list))
+    ends: dict[tuple, list[int]] = field(default_factory=lambda: defaultdict(list))
+    host_pids: set = field(default_factory=set)
+    device_pids: set = field(default_factory=set)
+    process_names: dict = field(default_factory=dict)
+    process_labels: dict = field(default_factory=dict)
+    process_sort: dict = field(default_factory=dict)
+    thread_names: dict = field(default_factory=dict)
+    kernels: int = 0
+    linked_kernels: int = 0
+    max_abs_ts: float = 0.0
+
+
+def _args(e: dict) -> dict:
+    a = e.get("args")
+    return a if isinstance(a, dict) else {}
+
+
+_INDEXED_PHASES = frozenset({"X", "s", "f", "M"})
+_SCALARS = (int, str, float, bool, type(None))
+
+
+def _is_scalar(v: Any) -> bool:
+    return type(v) in _SCALARS or isinstance(v, (int, str, float))  # hashable lane and flow keys
+
+
+def build_index(events: list, sink: Sink) -> Index:
+    ix = Index(events)
+    for i, e in enumerate(events):
+        if not isinstance(e, dict):
+            sink.add("event-malformed", f"traceEvents[{i}] is {type(e).__name__}, not an object", i)
+            continue
+        ph = e.get("ph")
+        if ph in _INDEXED_PHASES:
+            bad = [k for k in ("pid", "tid", "id") if not _is_scalar(e.get(k))]
+            if bad:
+                sink.add("event-malformed", f"traceEvents[{i}] has a non-scalar {', '.join(bad)}", i)
+                continue
+        if ph == "X":
+            _index_slice(ix, sink, i, e)
+        elif ph in ("s", "f") and e.get("cat") == FLOW_CAT:
+            ts = e.get("ts")
+            if not is_number(ts):
+                sink.add("timestamp-not-numeric", f"ac2g flow {ph!r} id {e.get('id')!r} has ts {ts!r}", i)
+                continue
+            ix.max_abs_ts = max(ix.max_abs_ts, abs(ts))
+            (ix.starts if ph == "s" else ix.ends)[(e.get("id"), e.get("name"))].append(i)
+        elif ph == "M":
+            _index_metadata(ix, e)
+    return ix
+
+
+def _index_slice(ix: Index, sink: Sink, i: int, e: dict) -> None:
+    ts, dur, cat = e.get("ts"), e.get("dur"), e.get("cat")
+    if not (is_number(ts) and is_number(dur)):
+        sink.add("timestamp-not-numeric",
+                 f"slice {e.get('name')!r} ({cat}) has ts {ts!r} and dur {dur!r}; both must be numbers", i)
+        return
+    ix.max_abs_ts = max(ix.max_abs_ts, abs(ts))
+    pid, tid = e.get("pid"), e.get("tid")
+    timed = cat in DEVICE_CATS or cat == LAUNCH_CAT
+    if dur < 0 or (dur == 0 and timed):
+        sink.add("duration-not-positive", f"{cat} {e.get('name')!r} on pid {pid} tid {tid} has dur {dur!r}", i)
+        if dur < 0:
+            return
+    item = (ts, ts + dur, i)
+    lane = (pid, tid)
+    ix.slices[lane].append(item)
+    args = _args(e)
+    if cat in DEVICE_CATS:
+        ix.device_pids.add(pid)
+        ix.device_slices[lane].append(item)
+        if cat == "kernel":
+            ix.kernels += 1
+            if args.get("External id"):
+                ix.linked_kernels += 1
+            _check_kernel_args(sink, i, e, args)
+    elif cat == OP_CAT:
+        ix.host_pids.add(pid)
+        ix.op_slices[lane].append(item)
+    elif cat == LAUNCH_CAT:
+        ix.launches.append(i)
+        if "stream" in args:
+            sink.add("launch-args", f"launch {e.get('name')!r} on pid {pid} tid {tid} has a stream arg "
+                     "(analysis tools then take it for device work)", i)
+        elif "correlation" not in args:
+            sink.add("launch-args", f"launch {e.get('name')!r} on pid {pid} tid {tid} lacks a correlation "
+                     "arg (analysis tools pair launches and kernels by it)", i)
+
+
+def _check_kernel_args(sink: Sink, i: int, e: dict, args: dict) -> None:
+    missing = [k for k in ("device", "stream", "correlation") if k not in args]
+    where = f"kernel {e.get('name')!r} on pid {e.get('pid')} tid {e.get('tid')}"
+    if missing:
+        sink.add("kernel-args", f"{where} lacks args {', '.join(missing)}", i)
+    elif args["device"] != e.get("pid") or args["stream"] != e.get("tid"):
+        sink.add("kernel-args", f"{where} says device {args['device']!r} stream {args['stream']!r}", i)
+
+
+def _index_metadata(ix: Index, e: dict) -> None:
+    name, args, pid = e.get("name"), _args(e), e.get("pid")
+    if name == "process_name":
+        ix.process_names[pid] = args.get("name")
+    elif name == "process_labels":
+        ix.process_labels[pid] = args.get("labels")
+    elif name == "process_sort_index":
+        ix.process_sort[pid] = args.get("sort_index")
+    elif name == "thread_name":
+        ix.thread_names[(pid, e.get("tid"))] = args.get("name")
+
+
+# --------------------------------------------------------------------------------------- rules
+
+
+def check_flows(ix: Index, sink: Sink, tol: float) -> int:
+    """Pairing, direction and placement of ac2g arrows. Returns the number of distinct starts."""
+    ev = ix.events
+    host = {lane: Lane(items) for lane, items in ix.slices.items() if lane[0] in ix.host_pids}
+    dev = {lane: Lane(items) for lane, items in ix.device_slices.items()}
+
+    def bind(i: int, lanes: dict, pids: set) -> int | None:
+        e = ev[i]
+        lane = (e.get("pid"), e.get("tid"))
+        if lane[0] not in pids or lane not in lanes:
+            return None
+        return lanes[lane].innermost(e["ts"], tol)
+
+    for key, starts in ix.starts.items():
+        fid = key[0]
+        if len(starts) > 1:
+            sink.add("flow-duplicate-start", f"ac2g flow id {fid!r} starts {len(starts)} times; viewers "
+                     "rebind the arrow to one of them", starts[1])
+        s_slice = None
+        for si in starts:
+            s = ev[si]
+            b = bind(si, host, ix.host_pids)
+            if b is None:
+                why = ("no host slice is open there" if s.get("pid") in ix.host_pids
+                       else f"pid {s.get('pid')!r} is not a host (cpu_op) process")
+                sink.add("flow-start-not-on-host-slice", f"ac2g flow id {fid!r} starts at ts {fmt_ts(s['ts'])} on "
+                         f"{lane_name(s.get('pid'), s.get('tid'), s.get('pid') in ix.device_pids)}, but {why}", si)
+            elif s_slice is None:
+                s_slice = b
+        finishes = ix.ends.get(key)
+        if not finishes:
+            sink.add("flow-unpaired", f"ac2g flow id {fid!r} starts at ts {fmt_ts(ev[starts[0]]['ts'])} "
+                     "but never finishes (no 'f' event)", starts[0])
+            continue
+        s_ts = ev[starts[0]]["ts"]
+        for fi in finishes:
+            f = ev[fi]
+            if f["ts"] < s_ts - tol:
+                sink.add("flow-backwards", f"ac2g flow id {fid!r} points backwards: finish ts "
+                         f"{fmt_ts(f['ts'])} is before start ts {fmt_ts(s_ts)}", fi)
+            f_slice = _check_finish(ix, sink, fi, fid, bind(fi, dev, ix.device_pids))
+            if s_slice is not None and f_slice is not None:
+                _check_link(ev, sink, fid, s_slice, f_slice, fi)
+
+    for key, finishes in ix.ends.items():
+        if key not in ix.starts:
+            for fi in finishes:
+                _check_finish(ix, sink, fi, key[0], bind(fi, dev, ix.device_pids))
+                sink.add("flow-unpaired", f"ac2g flow id {key[0]!r} finishes at ts {fmt_ts(ev[fi]['ts'])} "
+                         "but never starts (no 's' event)", fi)
+    return len(ix.starts)
+
+
+def _check_finish(ix: Index, sink: Sink, fi: int, fid: Any, bound: int | None) -> int | None:
+    f = ix.events[fi]
+    if f.get("bp") != "e":
+        sink.add("flow-end-binding", f"ac2g flow id {fid!r} finish lacks \"bp\": \"e\", so viewers bind it "
+                 "to the next slice instead of the enclosing kernel", fi)
+    if bound is None:
+        pid = f.get("pid")
+        why = ("no kernel slice covers that time" if pid in ix.device_pids
+               else f"pid {pid!r} carries no kernel/copy events")
+        sink.add("flow-end-not-on-device-slice", f"ac2g flow id {fid!r} finishes at ts {fmt_ts(f['ts'])} "
+                 f"on {lane_name(pid, f.get('tid'), pid in ix.device_pids)}, but {why}", fi)
+    return bound
+
+
+def _check_link(ev: list, sink: Sink, fid: Any, si: int, ki: int, fi: int) -> None:
+    sa, ka = _args(ev[si]), _args(ev[ki])
+    for key in ("correlation", "External id"):
+        if key in sa and key in ka and sa[key] != ka[key]:
+            sink.add("flow-link-mismatch", f"ac2g flow id {fid!r} joins {ev[si].get('name')!r} ({key} "
+                     f"{sa[key]!r}) to {ev[ki].get('name')!r} ({key} {ka[key]!r})", fi)
+
+
+def check_stream_overlap(ix: Index, sink: Sink, tol: float) -> None:
+    ev = ix.events
+    for (pid, tid), items in ix.device_slices.items():
+        items.sort()
+        last_end, last_i = -math.inf, -1
+        for ts, end, i in items:
+            if ts < last_end - tol:
+                sink.add("kernel-overlap-in-stream",
+                         f"on {lane_name(pid, tid, True)}, {ev[i].get('name')!r} starts at {fmt_ts(ts)} before "
+                         f"{ev[last_i].get('name')!r} (from {fmt_ts(ev[last_i]['ts'])}) ends at {fmt_ts(last_end)}", i)
+            if end > last_end:
+                last_end, last_i = end, i
+
+
+def check_launch_nesting(ix: Index, sink: Sink, tol: float) -> None:
+    ops = {lane: Lane(items) for lane, items in ix.op_slices.items()}
+    for i in ix.launches:
+        e = ix.events[i]
+        lane = (e.get("pid"), e.get("tid"))
+        if e["dur"] < 0:
+            continue
+        if lane not in ops or not ops[lane].covers(e["ts"], e["ts"] + e["dur"], tol):
+            sink.add("launch-not-nested-in-op", f"launch {e.get('name')!r} at ts {fmt_ts(e['ts'])} on "
+                     f"{lane_name(*lane, False)} lies inside no cpu_op slice", i)
+
+
+def check_lanes(ix: Index, sink: Sink) -> None:
+    host_sorts = [ix.process_sort.get(p, p) for p in ix.host_pids]
+    host_max = max((s for s in host_sorts if is_number(s)), default=None)
+    for pid in sorted(ix.device_pids, key=repr):
+        missing = [k for k, d in (("process_name", ix.process_names), ("process_labels", ix.process_labels))
+                   if not d.get(pid)]
+        if missing:
+            sink.add("npu-lane-unnamed", f"device process {pid!r} has no {' or '.join(missing)} metadata")
+        sort = ix.process_sort.get(pid, pid)
+        if host_max is not None and (not is_number(sort) or sort <= host_max):
+            has = f"sort index {sort!r}" if pid in ix.process_sort else f"no process_sort_index (so pid {pid!r})"
+            sink.add("npu-lane-sorted-above-cpu", f"device process {pid!r} has {has}, not above the CPU "
+                     f"lanes' {host_max!r}; use device + {EXCEED_MAX_PID}")
+    for pid, tid in sorted(ix.device_slices, key=repr):
+        if not ix.thread_names.get((pid, tid)):
+            sink.add("npu-lane-unnamed", f"{lane_name(pid, tid, True)} has no thread_name metadata")
+
+
+def health_report(trace: Any, sink: Sink) -> dict | None:
+    if not isinstance(trace, dict) or HEALTH_KEY not in trace:
+        return None
+    value = trace[HEALTH_KEY]
+    if isinstance(value, str):  # a metadata value written as a quoted string
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    if isinstance(value, dict):
+        return value
+    sink.add("health-report-malformed", f'trace-level "{HEALTH_KEY}" is {type(value).__name__}, '
+             "not a JSON object")
+    return None

@@ -1,0 +1,238 @@
+"""A simulated Ascend NPU, so that unmodified NPU profiling scripts run on any machine.
+
+Opt-in only: nothing here runs until :func:`enable` is called. ``enable()`` names the PrivateUse1
+backend ``npu``, loads the simulated device (``libtorch_mspti_npu_sim.so``: host memory, a native
+op set plus a CPU fallback for every other op), registers ``torch.npu`` and points the profiler
+plugin at the simulated MSPTI library (``libmspti_sim.so``), on whose real-time device timeline every
+op execution launches its kernels.
+
+Launch modes, as torch_npu has them:
+
+* ``"queued"`` (default): an op enqueues its launch and returns; a worker thread launches it a
+  little later, as torch_npu's task queue does (``TASK_QUEUE_ENABLE=1`` is torch_npu's default).
+  MSPTI then tags the launch with whatever op is current when the worker launches, which is the
+  case the profiler has to handle on real hardware, so it is the default here too.
+* ``"direct"``: the op launches on its own thread, inside the op (``TASK_QUEUE_ENABLE=0``).
+
+Renaming PrivateUse1 is irreversible for the process; tests do it in a subprocess.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "enable",
+    "is_enabled",
+    "settings",
+    "device_library",
+    "simulator_library",
+    "simulator_stats",
+    "device_counters",
+    "LAUNCH_MODES",
+]
+
+LAUNCH_MODES = ("queued", "direct")
+_DEVICE_LIB_ENV = "TORCH_MSPTI_NPU_SIM_LIBRARY"
+_SIM_LIB_ENV = "TORCH_MSPTI_SIM_LIBRARY"
+_DEVICE_LIB_NAME = "libtorch_mspti_npu_sim.so"
+_SIM_LIB_NAME = "libmspti_sim.so"
+
+_lock = threading.Lock()
+_settings: dict[str, Any] | None = None
+_settings_public: dict[str, Any] = {}
+
+
+def _package_lib_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "lib"
+
+
+def device_library() -> str:
+    """Path of the simulated device library (env ``TORCH_MSPTI_NPU_SIM_LIBRARY`` wins)."""
+    try:
+        from torch_mspti import _paths
+
+        return str(_paths.npu_device_library())
+    except (ImportError, AttributeError, FileNotFoundError):
+        pass
+    env = os.environ.get(_DEVICE_LIB_ENV)
+    if env:
+        return env
+    return str(_package_lib_dir() / _DEVICE_LIB_NAME)
+
+
+def simulator_library() -> str:
+    """Path of the simulated MSPTI library that both the device and the plugin use."""
+    try:
+        from torch_mspti import _paths  # provided by the package; honours TORCH_MSPTI_SIM_LIBRARY
+
+        return str(_paths.simulator_library())
+    except (ImportError, AttributeError, FileNotFoundError):
+        pass
+    env = os.environ.get(_SIM_LIB_ENV)
+    if env:
+        return env
+    return str(_package_lib_dir() / _SIM_LIB_NAME)
+
+
+def _refuse(reason: str) -> None:
+    raise RuntimeError(f"torch_mspti.sim.enable(): {reason}")
+
+
+def _check_preconditions(torch) -> None:
+    if "torch_npu" in sys.modules:
+        _refuse(
+            "torch_npu is imported in this process, so the real Ascend NPU backend owns 'npu'. "
+            "The simulated NPU is for machines without torch_npu; run it in a process that does "
+            "not import torch_npu (or use the real device: torch-mspti demo --device real)."
+        )
+    name = torch._C._get_privateuse1_backend_name()
+    if name not in ("privateuseone", "npu"):
+        _refuse(
+            f"the PrivateUse1 backend is already named {name!r} in this process; the simulated "
+            "NPU needs it to be 'npu'. Enable the simulator in a fresh process."
+        )
+    if name == "npu" and _settings is None and hasattr(torch, "npu"):
+        _refuse(
+            "the PrivateUse1 backend is already named 'npu' and torch.npu is provided by another "
+            f"module ({getattr(torch.npu, '__name__', '?')}); refusing to replace it."
+        )
+
+
+def _point_plugin_at(sim_path: str) -> None:
+    try:
+        import torch_mspti
+    except ImportError:
+        torch_mspti = None
+    use_library = getattr(torch_mspti, "use_library", None) if torch_mspti is not None else None
+    if use_library is not None:
+        use_library(sim_path)  # RuntimeError if the plugin already loaded another library
+    else:
+        os.environ["TORCH_MSPTI_LIBRARY"] = sim_path
+
+
+def enable(
+    device_count: int = 2,
+    launch_mode: str = "queued",
+    *,
+    duration_scale: float = 1.0,
+    min_duration_ns: int = 2000,
+    fixed_duration_ns: int = 0,
+    queue_pickup_us: float = 20.0,
+    housekeeping_every: int = 64,
+) -> None:
+    """Turn this process's PrivateUse1 backend into a simulated NPU named ``npu``.
+
+    device_count: number of simulated devices (npu:0 ... npu:N-1).
+    launch_mode: ``"queued"`` (torch_npu's task queue, the default) or ``"direct"``.
+    duration_scale / min_duration_ns: a kernel lasts max(measured host compute time * scale,
+        min_duration_ns); fixed_duration_ns > 0 gives every kernel that duration instead.
+    queue_pickup_us: queued mode, delay between an op's enqueue and the worker's launch.
+    housekeeping_every: every Nth allocation on a device launches a housekeeping kernel from a
+        thread that runs no op (0 disables all but the first one per device).
+
+    Calling it again with the same settings does nothing; other settings raise RuntimeError.
+    """
+    global _settings
+    import torch
+
+    if launch_mode not in LAUNCH_MODES:
+        raise ValueError(f"launch_mode must be one of {LAUNCH_MODES}, got {launch_mode!r}")
+    if not 1 <= int(device_count) <= 16:
+        raise ValueError(f"device_count must be in [1, 16], got {device_count!r}")
+    wanted = {
+        "device_count": int(device_count),
+        "launch_mode": launch_mode,
+        "duration_scale": float(duration_scale),
+        "min_duration_ns": int(min_duration_ns),
+        "fixed_duration_ns": int(fixed_duration_ns),
+        "queue_pickup_us": float(queue_pickup_us),
+        "housekeeping_every": int(housekeeping_every),
+    }
+    with _lock:
+        if _settings is not None:
+            if _settings == wanted:
+                return
+            _refuse(
+                f"the simulated NPU is already enabled with {_settings}; it cannot be "
+                f"re-enabled with {wanted} in the same process."
+            )
+        _check_preconditions(torch)
+        dev_lib = device_library()
+        sim_lib = simulator_library()
+        for what, path in (("simulated device library", dev_lib), ("MSPTI simulator", sim_lib)):
+            if not os.path.exists(path):
+                _refuse(f"{what} not found at {path}; is torch-mspti installed with its lib/ directory?")
+
+        _point_plugin_at(sim_lib)
+        torch.utils.rename_privateuse1_backend("npu")
+        torch.ops.load_library(dev_lib)
+        torch.ops.npu_sim.configure(
+            sim_lib,
+            wanted["device_count"],
+            launch_mode,
+            wanted["duration_scale"],
+            wanted["min_duration_ns"],
+            wanted["fixed_duration_ns"],
+            int(wanted["queue_pickup_us"] * 1000),
+            wanted["housekeeping_every"],
+        )
+        from . import npu as _npu_module
+
+        torch._register_device_module("npu", _npu_module)
+        torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+        _settings_public.update(wanted, device_library=dev_lib, simulator_library=sim_lib)
+        _settings = wanted
+
+
+def is_enabled() -> bool:
+    """True once :func:`enable` succeeded in this process."""
+    return _settings is not None
+
+
+def settings() -> dict[str, Any]:
+    """The settings :func:`enable` applied, with the library paths (empty when not enabled)."""
+    return dict(_settings_public)
+
+
+class _SimStats(ctypes.Structure):
+    _fields_ = [
+        (n, ctypes.c_uint64)
+        for n in (
+            "kernels_launched",
+            "kernel_records",
+            "external_records",
+            "api_records",
+            "records_dropped",
+            "records_pending",
+            "buffers_requested",
+            "buffers_declined",
+            "buffers_completed",
+            "external_stack_depth",
+        )
+    ]
+
+
+def simulator_stats() -> dict[str, int]:
+    """msptiSimGetStats() of the in-process simulator, as a dict."""
+    path = _settings_public.get("simulator_library") or simulator_library()
+    lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_LOCAL", 0))  # same handle as the device's dlopen
+    out = _SimStats()
+    lib.msptiSimGetStats(ctypes.byref(out))
+    return {name: int(getattr(out, name)) for name, _ in _SimStats._fields_}
+
+
+def device_counters() -> dict[str, int]:
+    """Counters of the simulated device: ops, launches, kernels, housekeeping, queued_max_depth."""
+    if not is_enabled():
+        return {}
+    import torch
+
+    values = torch.ops.npu_sim.counters()
+    keys = ("ops", "launches", "kernels", "housekeeping", "queued_max_depth")
+    return dict(zip(keys, (int(v) for v in values)))

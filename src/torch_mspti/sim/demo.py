@@ -1,0 +1,135 @@
+"""``torch-mspti demo``: profile a workload on an NPU (real when available, simulated otherwise),
+write its chrome trace and print a short summary. The CLI calls :func:`run`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import warnings
+from typing import Any, Optional
+
+__all__ = ["run", "summarize_trace", "real_npu_available"]
+
+_VIEWERS = "open it at https://ui.perfetto.dev (drag the file in) or in chrome://tracing"
+
+
+def real_npu_available() -> bool:
+    """torch_npu importable and a CANN install visible, without importing torch_npu."""
+    if importlib.util.find_spec("torch_npu") is None:
+        return False
+    cann = os.environ.get("ASCEND_HOME_PATH") or os.environ.get("ASCEND_TOOLKIT_HOME")
+    return bool(cann and os.path.isdir(cann)) or os.path.isdir("/usr/local/Ascend")
+
+
+def summarize_trace(path: str) -> dict[str, Any]:
+    """Counts from a chrome trace: ops (cpu_op), kernels (cat "kernel") and linked kernels (with an
+    "External id" in args), plus the kernels' streams and devices."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    events = data.get("traceEvents", []) if isinstance(data, dict) else data
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    linked = [k for k in kernels if "External id" in (k.get("args") or {})]
+    streams = sorted({(k.get("pid"), k.get("tid")) for k in kernels}, key=str)
+    return {
+        "ops": len(ops),
+        "kernels": len(kernels),
+        "linked": len(linked),
+        "linked_ratio": (len(linked) / len(kernels)) if kernels else 0.0,
+        "lanes": len(streams),
+        "devices": len({k.get("pid") for k in kernels}),
+    }
+
+
+def _drain_stats() -> Optional[dict[str, Any]]:
+    try:
+        import torch_mspti
+
+        diag = torch_mspti.diagnostics().to_dict()
+        return (diag.get("last_session") or {}).get("drain")
+    except Exception:  # plugin absent, older plugin, no session yet
+        return None
+
+
+def _select_device(device: str) -> str:
+    if device not in ("auto", "sim", "real"):
+        raise ValueError(f"device must be auto, sim or real, got {device!r}")
+    if device == "auto":
+        device = "real" if real_npu_available() else "sim"
+    if device == "real":
+        import torch
+        import torch_npu  # noqa: F401  (registers torch.npu)
+
+        if not torch.npu.is_available():
+            raise RuntimeError("torch_npu is installed but no Ascend NPU is available")
+        return "real"
+    from torch_mspti import sim
+
+    sim.enable()
+    return "sim"
+
+
+def run(workload: str = "phases", steps: Optional[int] = None, size: Optional[int] = None,
+        out: str = "trace.json", device: str = "auto") -> int:
+    """Run ``workload`` on the selected NPU, write the trace to ``out`` and print a summary.
+
+    Returns a process exit code: 0 on success, 1 if the run failed, 2 for bad arguments.
+    """
+    from . import workloads
+
+    if workload not in workloads.WORKLOADS:
+        print(f"torch-mspti demo: unknown workload {workload!r} "
+              f"(choose from {', '.join(sorted(workloads.WORKLOADS))})", file=sys.stderr)
+        return 2
+    try:
+        chosen = _select_device(device)
+    except Exception as exc:  # noqa: BLE001 - reported to the user
+        print(f"torch-mspti demo: cannot use device {device!r}: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ValueError) else 1
+
+    if chosen == "sim":
+        from torch_mspti import sim
+
+        s = sim.settings()
+        print(f"torch-mspti demo: SIMULATED NPU ({s.get('device_count')} devices, "
+              f"launch mode {s.get('launch_mode')}); no Ascend hardware is used, kernel times "
+              "are modelled from host compute time.")
+    else:
+        print("torch-mspti demo: real Ascend NPU (torch_npu)")
+    d_size, d_steps = workloads.DEFAULTS[workload]
+    size = d_size if size is None else size
+    steps = d_steps if steps is None else steps
+    print(f"running workload {workload!r} (size {size}, steps {steps}) ...", flush=True)
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+            path = workloads.run(workload, size=size, steps=steps, out=out)
+    except Exception as exc:  # noqa: BLE001
+        print(f"torch-mspti demo: workload {workload!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    elapsed = time.perf_counter() - t0
+    try:
+        summary = summarize_trace(path)
+    except (OSError, ValueError) as exc:
+        print(f"torch-mspti demo: could not read the trace {path}: {exc}", file=sys.stderr)
+        return 1
+
+    print(f"done in {elapsed:.1f} s")
+    print(f"  ops      {summary['ops']}")
+    print(f"  kernels  {summary['kernels']}  on {summary['lanes']} stream lane(s), "
+          f"{summary['devices']} device(s)")
+    print(f"  linked   {summary['linked']} ({summary['linked_ratio']:.0%} of kernels have an arrow from an op)")
+    drain = _drain_stats()
+    if drain:
+        print("  drain    " + ", ".join(f"{k}={v}" for k, v in drain.items()))
+    if summary["kernels"] == 0:
+        print("  note: no kernels in the trace; is the torch-mspti profiler plugin loaded?")
+    if workload != "phases":
+        print(f"  per-cycle traces (TensorBoard): {os.path.splitext(path)[0]}_tb/")
+    print(f"trace: {os.path.abspath(path)}")
+    print(f"  {_VIEWERS}")
+    return 0

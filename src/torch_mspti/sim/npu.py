@@ -1,0 +1,222 @@
+"""``torch.npu`` of the simulated NPU (registered by :func:`torch_mspti.sim.enable`).
+
+The surface unmodified NPU scripts and torch itself use: device selection, synchronize, streams and
+events, and the hooks torch's profiler, autograd and RNG seeding look for on a device module.
+Streams and events are torch's generic ``torch.Stream`` / ``torch.Event`` running on the simulated
+device's DeviceGuardImpl; stream ids start at 1 (1 is each device's default stream).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Optional, Union
+
+import torch
+
+__all__ = [
+    "is_available",
+    "is_initialized",
+    "device_count",
+    "current_device",
+    "set_device",
+    "device",
+    "synchronize",
+    "Stream",
+    "Event",
+    "current_stream",
+    "default_stream",
+    "set_stream",
+    "stream",
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "initial_seed",
+]
+
+_DeviceLike = Union[int, str, torch.device, None]
+_PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1
+
+
+def _ops():
+    return torch.ops.npu_sim
+
+
+def _index(dev: _DeviceLike) -> int:
+    """Device index of an int / 'npu' / 'npu:1' / torch.device; None means the current device."""
+    if dev is None:
+        return current_device()
+    if isinstance(dev, int):
+        return dev
+    d = torch.device(dev) if isinstance(dev, str) else dev
+    if d.type != "npu":
+        raise ValueError(f"expected an npu device, got {d}")
+    return current_device() if d.index is None else d.index
+
+
+def is_available() -> bool:
+    return bool(_ops().is_configured())
+
+
+def is_initialized() -> bool:
+    return is_available()
+
+
+def _lazy_init() -> None:
+    """Nothing to initialise lazily: enable() configured the device."""
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def device_count() -> int:
+    return int(_ops().device_count())
+
+
+def current_device() -> int:
+    return int(_ops().current_device())
+
+
+def set_device(dev: _DeviceLike) -> None:
+    _ops().set_device(_index(dev))
+
+
+class device:
+    """Context manager that makes ``dev`` the current npu device of this thread."""
+
+    def __init__(self, dev: _DeviceLike):
+        self.idx = _index(dev)
+        self.prev = -1
+
+    def __enter__(self) -> None:
+        self.prev = current_device()
+        if self.idx != self.prev:
+            set_device(self.idx)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.prev != self.idx:
+            set_device(self.prev)
+
+
+def synchronize(dev: _DeviceLike = None) -> None:
+    """Wait until every kernel launched so far on ``dev`` has run on the simulated timeline.
+
+    Queued launches are drained first. ``torch.profiler`` calls this when a profile ends.
+    """
+    _ops().synchronize(_index(dev))
+
+
+class Stream(torch.Stream):
+    """A stream of the simulated NPU (ids 2, 3, ... for new streams; 1 is the default stream)."""
+
+    def __new__(cls, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> "Stream":
+        if "stream_id" in kwargs:
+            return super().__new__(cls, **kwargs)
+        return super().__new__(cls, device=torch.device("npu", _index(device)), priority=priority)
+
+    def __repr__(self) -> str:
+        return f"<torch.npu.Stream device=npu:{self.device_index} stream_id={self.stream_id}>"
+
+
+def _stream_object(dev_index: int, stream_id: int) -> Stream:
+    return Stream(stream_id=stream_id, device_index=dev_index, device_type=_PRIVATEUSE1)
+
+
+def current_stream(dev: _DeviceLike = None) -> Stream:
+    idx = _index(dev)
+    return _stream_object(idx, int(_ops().current_stream(idx)))
+
+
+def default_stream(dev: _DeviceLike = None) -> Stream:
+    return _stream_object(_index(dev), 1)
+
+
+def set_stream(s: torch.Stream) -> None:
+    _ops().set_stream(int(s.device_index), int(s.stream_id))
+
+
+@contextlib.contextmanager
+def stream(s: Optional[torch.Stream]) -> Iterator[Optional[torch.Stream]]:
+    """Run the block with ``s`` as the current stream of its device (and its device current)."""
+    if s is None:
+        yield s
+        return
+    prev_dev = current_device()
+    prev = current_stream(s.device_index)
+    set_device(s.device_index)
+    set_stream(s)
+    try:
+        yield s
+    finally:
+        set_stream(prev)
+        set_device(prev_dev)
+
+
+class Event:
+    """An event of the simulated NPU; ``elapsed_time`` is measured on the simulated timeline (ms).
+
+    Wraps a ``torch.Event`` (whose methods accept only exact torch.Event peers).
+    """
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        self._event = torch.Event(device=torch.device("npu", current_device()),
+                                  enable_timing=enable_timing, blocking=blocking,
+                                  interprocess=interprocess)
+
+    def record(self, stream: Optional[torch.Stream] = None) -> None:
+        self._event.record(stream if stream is not None else current_stream())
+
+    def wait(self, stream: Optional[torch.Stream] = None) -> None:
+        self._event.wait(stream if stream is not None else current_stream())
+
+    def query(self) -> bool:
+        return bool(self._event.query())
+
+    def synchronize(self) -> None:
+        self._event.synchronize()
+
+    def elapsed_time(self, end_event: "Event") -> float:
+        other = end_event._event if isinstance(end_event, Event) else end_event
+        return float(self._event.elapsed_time(other))
+
+    @property
+    def device(self) -> torch.device:
+        return self._event.device
+
+    def __repr__(self) -> str:
+        return f"<torch.npu.Event {self._event!r}>"
+
+
+# RNG: npu tensors draw from torch's CPU generator (the device runs CPU kernels), so seeding the
+# CPU generator, which torch.manual_seed already does, is all there is to do.
+def manual_seed(seed: int) -> None:
+    torch.random.default_generator.manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    manual_seed(seed)
+
+
+def seed() -> None:
+    torch.random.default_generator.seed()
+
+
+def initial_seed() -> int:
+    return int(torch.random.default_generator.initial_seed())
+
+
+def get_rng_state(dev: _DeviceLike = None) -> torch.Tensor:
+    return torch.random.get_rng_state()
+
+
+def set_rng_state(new_state: torch.Tensor, dev: _DeviceLike = None) -> None:
+    torch.random.set_rng_state(new_state)
+
+
+def get_amp_supported_dtype() -> list:
+    return [torch.float16, torch.bfloat16]
+
+
+def _simulated() -> bool:
+    """Marks this torch.npu as the simulator's (real torch_npu has no such attribute)."""
+    return True

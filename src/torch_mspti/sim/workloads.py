@@ -1,0 +1,147 @@
+"""Demo workloads for an NPU, simulated (torch_mspti.sim) or real (torch_npu).
+
+They use only public torch APIs and ``device="npu"``, so the same code profiles either device:
+
+* ``phases``: the reference trace-view script. N x N ``randn`` on the npu, five each of
+  ``torch.matmul``, ``torch.add`` and ``torch.sum`` under ``record_function("matmul"|"add"|"sum")``,
+  a warm-up, ``torch.npu.synchronize()``, ``profile(activities=[CPU, PrivateUse1])`` and
+  ``export_chrome_trace``.
+* ``mlp``: a 2-layer MLP training step (forward, backward, optimizer step).
+* ``transformer``: a ``torch.nn.TransformerEncoderLayer`` training step.
+
+``mlp`` and ``transformer`` are profiled with ``torch.profiler.schedule()`` and
+``on_trace_ready=tensorboard_trace_handler(...)``; each active cycle also overwrites ``out`` with its
+chrome trace, so ``out`` holds the last cycle.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule, tensorboard_trace_handler
+
+__all__ = ["WORKLOADS", "DEFAULTS", "phases", "mlp", "transformer"]
+
+ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+
+
+def _sync() -> None:
+    torch.npu.synchronize()
+
+
+def phases(size: int = 4096, out: str = "trace.json", steps: int = 1, device: str = "npu") -> str:
+    """The reference trace-view script; ``steps`` repeats the three phases inside the profile."""
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+
+    def run_phases() -> None:
+        with record_function("matmul"):
+            for _ in range(5):
+                torch.matmul(a, b)
+        with record_function("add"):
+            for _ in range(5):
+                torch.add(a, b)
+        with record_function("sum"):
+            for _ in range(5):
+                torch.sum(a)
+
+    run_phases()  # warm-up
+    _sync()
+    with profile(activities=ACTIVITIES) as prof:
+        for _ in range(max(1, steps)):
+            run_phases()
+    prof.export_chrome_trace(out)
+    return out
+
+
+def _cycle_handler(trace_dir: Optional[str], out: str) -> Callable:
+    """tensorboard_trace_handler(trace_dir), then a copy of the cycle's trace to ``out`` (a kineto
+    trace can be saved only once)."""
+    if not trace_dir:
+        return lambda prof: prof.export_chrome_trace(out)
+    tb = tensorboard_trace_handler(trace_dir)
+
+    def handler(prof) -> None:
+        before = set(Path(trace_dir).glob("*.json")) if Path(trace_dir).is_dir() else set()
+        tb(prof)
+        written = sorted(set(Path(trace_dir).glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
+        if written:
+            shutil.copyfile(written[-1], out)
+
+    return handler
+
+
+def _train(model: torch.nn.Module, make_batch: Callable, steps: int, out: str,
+           trace_dir: Optional[str], lr: float) -> str:
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    sched = schedule(wait=1, warmup=1, active=2, repeat=0)
+    with profile(activities=ACTIVITIES, schedule=sched,
+                 on_trace_ready=_cycle_handler(trace_dir, out)) as prof:
+        for _ in range(steps):
+            x, target = make_batch()
+            with record_function("forward"):
+                loss = torch.nn.functional.mse_loss(model(x), target)
+            with record_function("backward"):
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+            with record_function("optimizer"):
+                opt.step()
+            prof.step()
+    _sync()
+    return out
+
+
+def mlp(size: int = 256, out: str = "trace.json", steps: int = 8, device: str = "npu",
+        trace_dir: Optional[str] = None, batch: int = 64) -> str:
+    """2-layer MLP training steps (Linear-ReLU-Linear, AdamW), profiled with schedule()."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(size, 4 * size), torch.nn.ReLU(), torch.nn.Linear(4 * size, size)
+    ).to(device)
+
+    def make_batch():
+        return torch.randn(batch, size, device=device), torch.randn(batch, size, device=device)
+
+    return _train(model, make_batch, steps, out, trace_dir, lr=1e-3)
+
+
+def transformer(size: int = 128, out: str = "trace.json", steps: int = 8, device: str = "npu",
+                trace_dir: Optional[str] = None, batch: int = 8, seq: int = 32) -> str:
+    """nn.TransformerEncoderLayer training steps (d_model=size, 4 heads), profiled with schedule()."""
+    torch.manual_seed(0)
+    heads = 4 if size % 4 == 0 else 1
+    model = torch.nn.TransformerEncoderLayer(
+        d_model=size, nhead=heads, dim_feedforward=4 * size, dropout=0.1, batch_first=True
+    ).to(device)
+    model.train()
+
+    def make_batch():
+        x = torch.randn(batch, seq, size, device=device)
+        return x, torch.randn(batch, seq, size, device=device)
+
+    return _train(model, make_batch, steps, out, trace_dir, lr=1e-4)
+
+
+WORKLOADS = {"phases": phases, "mlp": mlp, "transformer": transformer}
+# (size, steps) when the caller gives none; phases' reference size is 4096, the demo uses less.
+DEFAULTS = {"phases": (1024, 1), "mlp": (256, 8), "transformer": (128, 8)}
+
+
+def run(workload: str, size: Optional[int] = None, steps: Optional[int] = None, out: str = "trace.json",
+        trace_dir: Optional[str] = None) -> str:
+    """Run one workload by name; returns the path of the chrome trace written."""
+    if workload not in WORKLOADS:
+        raise ValueError(f"unknown workload {workload!r}; choose from {sorted(WORKLOADS)}")
+    d_size, d_steps = DEFAULTS[workload]
+    size = d_size if size is None else int(size)
+    steps = d_steps if steps is None else int(steps)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    if workload == "phases":
+        return phases(size=size, out=out, steps=steps)
+    if trace_dir is None:
+        trace_dir = os.fspath(Path(out).with_suffix("")) + "_tb"
+    return WORKLOADS[workload](size=size, out=out, steps=steps, trace_dir=trace_dir)

@@ -1,0 +1,132 @@
+// The tail of a session: Disable's driver flush, records due after Disable, Unsubscribe stopping
+// the device tasks (mspti.md 2.2, 2.3, 5.3).
+#include <thread>
+
+#include "SimTestSupport.h"
+
+namespace torch_mspti::sim::test {
+namespace {
+
+using std::chrono::milliseconds;
+
+class DisableUnsubscribeTest : public SimTest {
+ protected:
+  void waitUntilEnded(uint32_t device, uint32_t stream) {
+    const uint64_t tail = api_.streamTail(device, stream);
+    while (nowNs() < tail) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+  }
+};
+
+TEST_F(DisableUnsubscribeTest, DisablePullsRecordsOfEndedKernelsOnly) {
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 10'000'000'000), 0);  // the driver never reports
+  ASSERT_EQ(api_.setOption("disable_pulls", 1), 0);
+  ASSERT_EQ(api_.setOption("driver_flush_ns", 30'000'000), 0);
+  subscribe();
+  enable({MSPTI_ACTIVITY_KIND_KERNEL});
+  const uint64_t ended = api_.launchKernel("short", nullptr, 0, 0, 1'000'000);
+  // On its own device, so that no later synchronize(0) in this process waits for it.
+  api_.launchKernel("long", nullptr, 7, 1, 5'000'000'000);
+  waitUntilEnded(0, 0);
+  const auto before = api_.stats();
+  const uint64_t t0 = nowNs();
+  ASSERT_EQ(api_.disable(MSPTI_ACTIVITY_KIND_KERNEL), MSPTI_SUCCESS);
+  EXPECT_GE(nowNs() - t0, 30'000'000u);  // the driver flush takes its time
+  const auto after = api_.stats();
+  EXPECT_EQ(after.kernel_records - before.kernel_records, 1u);
+  EXPECT_EQ(after.records_pending, 1u);  // the running kernel is not waited for
+  const Records records = flushAndDecode();
+  ASSERT_EQ(records.kernels.size(), 1u);
+  EXPECT_EQ(records.kernels[0].correlationId, ended);
+  EXPECT_EQ(records.kernels[0].name, "short");
+}
+
+TEST_F(DisableUnsubscribeTest, DisableOfCommunicationAlsoFlushesTheSocLogChannel) {
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 10'000'000'000), 0);
+  ASSERT_EQ(api_.setOption("disable_pulls", 1), 0);
+  subscribe();
+  enable({MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_COMMUNICATION});
+  api_.launchKernel("k", nullptr, 0, 0, 1000);
+  waitUntilEnded(0, 0);
+  ASSERT_EQ(api_.disable(MSPTI_ACTIVITY_KIND_COMMUNICATION), MSPTI_SUCCESS);
+  EXPECT_EQ(api_.stats().records_pending, 0u);
+  EXPECT_EQ(flushAndDecode().kernels.size(), 1u);
+}
+
+TEST_F(DisableUnsubscribeTest, WithoutPullsRecordsDueAfterDisableAreDropped) {
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 40'000'000), 0);
+  ASSERT_EQ(api_.setOption("disable_pulls", 0), 0);
+  ASSERT_EQ(api_.setOption("driver_flush_ns", 500'000'000), 0);  // unused without pulls
+  subscribe();
+  enable({MSPTI_ACTIVITY_KIND_KERNEL});
+  api_.launchKernel("k", nullptr, 0, 0, 1000);
+  api_.synchronize(0);
+  const auto before = api_.stats();
+  const uint64_t t0 = nowNs();
+  ASSERT_EQ(api_.disable(MSPTI_ACTIVITY_KIND_KERNEL), MSPTI_SUCCESS);
+  EXPECT_LT(nowNs() - t0, 100'000'000u);
+  EXPECT_EQ(api_.stats().records_pending, 1u);
+  ASSERT_TRUE(waitForStats([](const msptiSimStats& s) { return s.records_pending == 0; }));
+  const auto after = api_.stats();
+  EXPECT_EQ(after.kernel_records, before.kernel_records);
+  EXPECT_EQ(after.records_dropped - before.records_dropped, 1u);
+  EXPECT_TRUE(flushAndDecode().kernels.empty());
+}
+
+TEST_F(DisableUnsubscribeTest, DropAfterDisableOffStillRecordsLateKernels) {
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 20'000'000), 0);
+  ASSERT_EQ(api_.setOption("disable_pulls", 0), 0);
+  ASSERT_EQ(api_.setOption("drop_after_disable", 0), 0);
+  subscribe();
+  enable({MSPTI_ACTIVITY_KIND_KERNEL});
+  api_.launchKernel("k", nullptr, 0, 0, 1000);
+  ASSERT_EQ(api_.disable(MSPTI_ACTIVITY_KIND_KERNEL), MSPTI_SUCCESS);
+  ASSERT_TRUE(waitForStats([](const msptiSimStats& s) { return s.records_pending == 0; }));
+  EXPECT_EQ(flushAndDecode().kernels.size(), 1u);
+}
+
+TEST_F(DisableUnsubscribeTest, UnsubscribeDropsPendingRecordsAndDeliversNothing) {
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 10'000'000'000), 0);
+  subscribe();
+  enable({MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_RUNTIME_API});
+  api_.launchKernels("k", nullptr, 0, 0, 1000, 3);
+  api_.synchronize(0);
+  const auto before = api_.stats();
+  ASSERT_EQ(before.records_pending, 3u);
+  ASSERT_EQ(api_.unsubscribe(subscriber_), MSPTI_SUCCESS);
+  subscriber_ = nullptr;
+  const auto after = api_.stats();
+  EXPECT_EQ(after.records_pending, 0u);
+  EXPECT_EQ(after.records_dropped - before.records_dropped, 3u);
+  EXPECT_EQ(after.buffers_completed, before.buffers_completed);
+  EXPECT_TRUE(collector_.delivered().empty());
+  // The callbacks stay registered: a new subscription records into the same collector, and
+  // nothing launched under the old one reappears.
+  subscribe();
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 1'000'000), 0);
+  api_.launchKernel("fresh", nullptr, 0, 0, 1000);
+  api_.synchronize(0);
+  ASSERT_TRUE(waitForStats([](const msptiSimStats& s) { return s.records_pending == 0; }));
+  const Records records = flushAndDecode();
+  EXPECT_EQ(records.apis.size(), 2u);
+  ASSERT_EQ(records.kernels.size(), 1u);
+  EXPECT_EQ(records.kernels[0].name, "fresh");
+}
+
+TEST_F(DisableUnsubscribeTest, DisableFromAFlushAllCompletionCallbackAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ASSERT_EQ(api_.setOption("disable_pulls", 1), 0);
+        subscribe();
+        enable({MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_RUNTIME_API});
+        api_.launchKernel("k", nullptr, 0, 0, 1000);
+        collector_.setCompletionHook([&](const DeliveredBuffer&) { api_.disable(MSPTI_ACTIVITY_KIND_KERNEL); });
+        api_.flushAll(1);
+      },
+      "msptiActivityDisable called from a FlushAll completion callback");
+}
+
+}  // namespace
+}  // namespace torch_mspti::sim::test

@@ -1,0 +1,278 @@
+#include "SimTestSupport.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+#include <thread>
+
+namespace torch_mspti::sim::test {
+
+namespace {
+
+template <typename Fn>
+void resolve(void* handle, const char* name, Fn& out) {
+  out = reinterpret_cast<Fn>(dlsym(handle, name));
+  if (out == nullptr) {
+    throw std::runtime_error(std::string("libmspti_sim.so does not export ") + name);
+  }
+}
+
+SimApi load() {
+  SimApi api{};
+  api.handle = dlopen(MSPTI_SIM_PATH, RTLD_NOW | RTLD_LOCAL);
+  if (api.handle == nullptr) {
+    throw std::runtime_error(std::string("dlopen failed: ") + dlerror());
+  }
+  resolve(api.handle, "msptiSubscribe", api.subscribe);
+  resolve(api.handle, "msptiUnsubscribe", api.unsubscribe);
+  resolve(api.handle, "msptiActivityRegisterCallbacks", api.registerCallbacks);
+  resolve(api.handle, "msptiActivityEnable", api.enable);
+  resolve(api.handle, "msptiActivityDisable", api.disable);
+  resolve(api.handle, "msptiActivityIsEnabled", api.isEnabled);
+  resolve(api.handle, "msptiActivityGetNextRecord", api.getNextRecord);
+  resolve(api.handle, "msptiActivityFlushAll", api.flushAll);
+  resolve(api.handle, "msptiActivityFlushPeriod", api.flushPeriod);
+  resolve(api.handle, "msptiActivityPushExternalCorrelationId", api.pushExternal);
+  resolve(api.handle, "msptiActivityPopExternalCorrelationId", api.popExternal);
+  resolve(api.handle, "msptiSimLaunchKernel", api.launchKernel);
+  resolve(api.handle, "msptiSimLaunchKernels", api.launchKernels);
+  resolve(api.handle, "msptiSimSynchronize", api.synchronize);
+  resolve(api.handle, "msptiSimStreamTail", api.streamTail);
+  resolve(api.handle, "msptiSimSetOption", api.setOption);
+  resolve(api.handle, "msptiSimGetOption", api.getOption);
+  resolve(api.handle, "msptiSimGetStats", api.getStats);
+  resolve(api.handle, "msptiSimReloadEnvironment", api.reloadEnvironment);
+  resolve(api.handle, "msptiSimResetOptions", api.resetOptions);
+  return api;
+}
+
+template <typename T>
+T readAt(const std::vector<uint8_t>& bytes, size_t offset) {
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+const SimApi& SimApi::get() {
+  static const SimApi api = load();
+  return api;
+}
+
+msptiSimStats SimApi::stats() const {
+  msptiSimStats s{};
+  getStats(&s);
+  return s;
+}
+
+uint64_t nowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+pid_t currentTid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+
+size_t threadCount() {
+  size_t count = 0;
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] != '.') {
+        ++count;
+      }
+    }
+    closedir(dir);
+  }
+  return count;
+}
+
+BufferCollector& BufferCollector::get() {
+  static BufferCollector collector;
+  return collector;
+}
+
+void BufferCollector::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bufferSize_ = 1 << 20;
+  declines_ = 0;
+  hook_ = nullptr;
+  delivered_.clear();
+  requests_.clear();
+}
+
+void BufferCollector::setBufferSize(size_t size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bufferSize_ = size;
+}
+
+void BufferCollector::declineRequests(int count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  declines_ = count;
+}
+
+void BufferCollector::setCompletionHook(std::function<void(const DeliveredBuffer&)> hook) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  hook_ = std::move(hook);
+}
+
+std::vector<DeliveredBuffer> BufferCollector::delivered() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return delivered_;
+}
+
+std::vector<RequestEvent> BufferCollector::requests() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return requests_;
+}
+
+bool BufferCollector::waitUntil(const std::function<bool(const std::vector<DeliveredBuffer>&)>& pred,
+                                std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return cv_.wait_for(lock, timeout, [&] { return pred(delivered_); });
+}
+
+void BufferCollector::onRequest(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {
+  BufferCollector& self = get();
+  std::lock_guard<std::mutex> lock(self.mutex_);
+  self.requests_.push_back({currentTid(), nowNs()});
+  *maxNumRecords = 0;
+  if (self.declines_ > 0) {
+    --self.declines_;
+    *buffer = nullptr;
+    *size = 0;
+    return;
+  }
+  const size_t bytes = (self.bufferSize_ + 7) / 8 * 8;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
+  std::memset(*buffer, 0xAB, bytes);  // poison: stale bytes must never be read as records
+  *size = self.bufferSize_;
+}
+
+void BufferCollector::onComplete(uint8_t* buffer, size_t size, size_t validSize) {
+  BufferCollector& self = get();
+  DeliveredBuffer delivered;
+  delivered.isNull = buffer == nullptr;
+  delivered.size = size;
+  delivered.validSize = validSize;
+  if (buffer != nullptr) {
+    delivered.bytes.assign(buffer, buffer + validSize);
+  }
+  delivered.tid = currentTid();
+  delivered.timeNs = nowNs();
+  std::free(buffer);
+  std::function<void(const DeliveredBuffer&)> hook;
+  {
+    std::lock_guard<std::mutex> lock(self.mutex_);
+    hook = self.hook_;
+  }
+  if (hook) {
+    hook(delivered);
+  }
+  std::lock_guard<std::mutex> lock(self.mutex_);
+  self.delivered_.push_back(std::move(delivered));
+  self.cv_.notify_all();
+}
+
+Records decode(const std::vector<DeliveredBuffer>& buffers) {
+  Records out;
+  for (const DeliveredBuffer& buffer : buffers) {
+    size_t offset = 0;
+    while (offset < buffer.validSize) {
+      const int kind = readAt<int32_t>(buffer.bytes, offset);
+      out.kinds.push_back(kind);
+      size_t stride = 0;
+      if (kind == MSPTI_ACTIVITY_KIND_KERNEL) {
+        stride = sizeof(msptiActivityKernel);
+        EXPECT_LE(offset + stride, buffer.validSize);
+        const auto k = readAt<msptiActivityKernel>(buffer.bytes, offset);
+        out.kernels.push_back({k.start, k.end, k.ds.deviceId, k.ds.streamId, k.correlationId,
+                               k.type ? k.type : "<null>", k.name ? k.name : "<null>"});
+      } else if (kind == MSPTI_ACTIVITY_KIND_API || kind == MSPTI_ACTIVITY_KIND_RUNTIME_API) {
+        stride = sizeof(msptiActivityApi);
+        EXPECT_LE(offset + stride, buffer.validSize);
+        const auto a = readAt<msptiActivityApi>(buffer.bytes, offset);
+        out.apis.push_back(
+            {kind, a.start, a.end, a.pt.processId, a.pt.threadId, a.correlationId, a.name ? a.name : "<null>"});
+      } else if (kind == MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+        stride = sizeof(msptiActivityExternalCorrelation);
+        EXPECT_LE(offset + stride, buffer.validSize);
+        const auto e = readAt<msptiActivityExternalCorrelation>(buffer.bytes, offset);
+        out.externals.push_back({static_cast<uint32_t>(e.externalKind), e.externalId, e.correlationId});
+      } else {
+        ADD_FAILURE() << "unexpected record kind " << kind << " at offset " << offset;
+        break;
+      }
+      offset += stride;
+    }
+    EXPECT_EQ(offset, buffer.validSize) << "records must tile the valid bytes exactly";
+  }
+  return out;
+}
+
+void SimTest::SetUp() {
+  collector_.reset();
+  ASSERT_EQ(api_.resetOptions(), 0);
+  ASSERT_EQ(api_.registerCallbacks(&BufferCollector::onRequest, &BufferCollector::onComplete), MSPTI_SUCCESS);
+  // Short latencies keep the suite fast; tests that need the defaults set them.
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 5'000'000), 0);
+  ASSERT_EQ(api_.setOption("driver_flush_ns", 0), 0);
+}
+
+void SimTest::TearDown() {
+  api_.setOption("disable_pulls", 0);
+  api_.setOption("driver_flush_ns", 0);
+  api_.setOption("per_thread_stacks", 0);
+  if (subscriber_ != nullptr) {
+    EXPECT_EQ(api_.unsubscribe(subscriber_), MSPTI_SUCCESS);
+    subscriber_ = nullptr;
+  }
+  for (int kind = 1; kind < MSPTI_ACTIVITY_KIND_COUNT; ++kind) {
+    api_.disable(static_cast<msptiActivityKind>(kind));
+  }
+  api_.flushPeriod(0);
+  collector_.setCompletionHook(nullptr);
+  EXPECT_EQ(api_.flushAll(1), MSPTI_SUCCESS);
+  for (uint32_t kind : {0u, 1u, 2u, 3u, 4u, 5u, 77u}) {
+    uint64_t id = 0;
+    while (api_.popExternal(static_cast<msptiExternalCorrelationKind>(kind), &id) == MSPTI_SUCCESS) {
+    }
+  }
+  unsetenv("ASCEND_RT_VISIBLE_DEVICES");
+  api_.reloadEnvironment();
+  api_.resetOptions();
+  collector_.reset();
+}
+
+void SimTest::subscribe() { ASSERT_EQ(api_.subscribe(&subscriber_, nullptr, nullptr), MSPTI_SUCCESS); }
+
+void SimTest::enable(std::initializer_list<msptiActivityKind> kinds) {
+  for (msptiActivityKind kind : kinds) {
+    ASSERT_EQ(api_.enable(kind), MSPTI_SUCCESS) << "kind " << kind;
+  }
+}
+
+bool SimTest::waitForStats(const std::function<bool(const msptiSimStats&)>& pred,
+                           std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred(api_.stats())) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+Records SimTest::flushAndDecode() {
+  EXPECT_EQ(api_.flushAll(1), MSPTI_SUCCESS);
+  return decode(collector_.delivered());
+}
+
+}  // namespace torch_mspti::sim::test

@@ -1,0 +1,84 @@
+"""Helpers for tests of the simulated NPU (torch_mspti.sim).
+
+Enabling the simulator renames PrivateUse1 for the whole process, irreversibly, so every check runs
+in a child interpreter: a test module starts one child (module-scoped fixture) that runs all of the
+module's checks and reports each one's result or traceback as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+_MARK = "@@SIM_RESULTS@@"
+
+_RUNNER = r'''
+import json, sys, traceback
+results = {}
+for _name in CHECKS:
+    try:
+        results[_name] = {"ok": True, "value": globals()["check_" + _name]()}
+    except BaseException as exc:  # noqa: BLE001
+        results[_name] = {"ok": False, "error": traceback.format_exc()}
+print("@@SIM_RESULTS@@" + json.dumps(results, default=str), flush=True)
+'''
+
+
+def simulator_available() -> tuple[bool, str]:
+    """Whether torch_mspti.sim, the device library and the MSPTI simulator can be found."""
+    code = (
+        "import os, torch_mspti.sim as s\n"
+        "d, m = s.device_library(), s.simulator_library()\n"
+        "print(os.path.exists(d) and os.path.exists(m), d, m)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        return False, "torch_mspti.sim not importable: " + proc.stderr.strip().splitlines()[-1:][0:1].__str__()
+    ok, dev, sim = proc.stdout.split()
+    return ok == "True", f"device library {dev}, simulator {sim}"
+
+
+def require_simulator() -> None:
+    ok, why = simulator_available()
+    if not ok:
+        pytest.skip(f"simulated NPU not available ({why})")
+
+
+def run_child(code: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def run_checks(source: str, enable: dict[str, Any] | None, timeout: float = 240) -> dict[str, Any]:
+    """Run every ``check_<name>()`` defined in ``source`` in one child process.
+
+    ``enable``: keyword arguments for torch_mspti.sim.enable() run first (None: not enabled).
+    Returns {name: {"ok": bool, "value"|"error": ...}}.
+    """
+    source = textwrap.dedent(source)
+    names = [line.split("check_", 1)[1].split("(", 1)[0]
+             for line in source.splitlines() if line.startswith("def check_")]
+    preamble = "import torch\n"
+    if enable is not None:
+        preamble += f"import torch_mspti.sim as sim\nsim.enable(**{enable!r})\n"
+    code = preamble + source + f"\nCHECKS = {names!r}\n" + _RUNNER
+    proc = run_child(code, timeout=timeout)
+    for line in proc.stdout.splitlines():
+        if line.startswith(_MARK):
+            return json.loads(line[len(_MARK):])
+    raise AssertionError(f"child failed (rc={proc.returncode}):\nstdout:\n{proc.stdout[-4000:]}\n"
+                         f"stderr:\n{proc.stderr[-4000:]}")
+
+
+def result(results: dict[str, Any], name: str) -> Any:
+    r = results[name]
+    assert r["ok"], f"check {name} failed in the child:\n{r['error']}"
+    return r["value"]

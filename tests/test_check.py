@@ -1,0 +1,401 @@
+"""torch_mspti.check: each structural rule on hand-made traces, one broken trace per rule."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from torch_mspti.check import RULES, CheckReport, TraceFileError, check_trace, load_trace
+
+HOST = 4242  # host pid == tid of the launching thread
+NPU = 0  # logical device index == device pid
+STREAM = 7
+CORR0 = 0x40000000
+
+
+def make_trace(ops: int = 3, base: float = 0.0) -> dict:
+    """A well-formed plugin trace: per op one launch, one kernel on STREAM and one ac2g arrow.
+
+    Op i spans [base+100i+10, +50]; its launch [+2, +3]; its kernel [base+100i+16, +5].
+    """
+    ev: list[dict] = [
+        {"ph": "M", "name": "process_name", "pid": HOST, "tid": 0, "args": {"name": "python3"}},
+        {"ph": "M", "name": "process_labels", "pid": HOST, "tid": 0, "args": {"labels": "CPU"}},
+        {"ph": "M", "name": "process_sort_index", "pid": HOST, "tid": 0, "args": {"sort_index": HOST}},
+        {"ph": "M", "name": "thread_name", "pid": HOST, "tid": HOST, "args": {"name": f"thread {HOST} (python3)"}},
+        {"ph": "M", "name": "process_name", "pid": NPU, "tid": 0, "args": {"name": "python3"}},
+        {"ph": "M", "name": "process_labels", "pid": NPU, "tid": 0, "args": {"labels": f"NPU {NPU}"}},
+        {"ph": "M", "name": "process_sort_index", "pid": NPU, "tid": 0, "args": {"sort_index": NPU + 5_000_000}},
+        {"ph": "M", "name": "thread_name", "pid": NPU, "tid": STREAM, "args": {"name": f"stream {STREAM}"}},
+        {"ph": "M", "name": "thread_sort_index", "pid": NPU, "tid": STREAM, "args": {"sort_index": STREAM}},
+    ]
+    for i in range(ops):
+        t = base + 100 * i
+        ext, corr = i + 1, CORR0 + i
+        ev += [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": HOST, "tid": HOST, "ts": t + 10, "dur": 50,
+             "args": {"External id": ext, "Record function id": 0}},
+            {"ph": "X", "cat": "privateuse1_runtime", "name": "aclnnMm", "pid": HOST, "tid": HOST, "ts": t + 12,
+             "dur": 3, "args": {"External id": ext, "correlation": corr}},
+            {"ph": "s", "id": corr, "pid": HOST, "tid": HOST, "ts": t + 12, "cat": "ac2g", "name": "ac2g"},
+            {"ph": "X", "cat": "kernel", "name": "MatMulV2", "pid": NPU, "tid": STREAM, "ts": t + 16, "dur": 5,
+             "args": {"External id": ext, "device": NPU, "stream": STREAM, "correlation": corr, "type": "kernel"}},
+            {"ph": "f", "id": corr, "pid": NPU, "tid": STREAM, "ts": t + 16, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+        ]
+    ev.append({"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": base + 100 * ops})
+    return {"schemaVersion": 1, "deviceProperties": [], "traceEvents": ev,
+            "torch_mspti": {"library": {"available": True}}}
+
+
+def find(trace: dict, n: int = 0, **match) -> dict:
+    """The n-th event whose fields equal ``match``."""
+    hits = [e for e in trace["traceEvents"] if isinstance(e, dict) and all(e.get(k) == v for k, v in match.items())]
+    return hits[n]
+
+
+def drop(trace: dict, event: dict) -> None:
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e is not event]
+
+
+# ----------------------------------------------------------------------------- broken traces
+# Each mutation breaks exactly one rule; the test checks that rule fires and no other.
+
+
+def _append_non_object(t):
+    t["traceEvents"].append(42)
+
+
+def _list_pid(t):
+    t["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "step", "pid": [HOST], "tid": HOST,
+                             "ts": 5, "dur": 1})
+
+
+def _string_ts(t):
+    t["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "step", "pid": HOST, "tid": HOST,
+                             "ts": "5", "dur": 1})
+
+
+def _nan_dur(t):
+    t["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "step", "pid": HOST, "tid": HOST,
+                             "ts": 5, "dur": float("nan")})
+
+
+def _bool_ts_on_flow(t):
+    t["traceEvents"].append({"ph": "s", "id": 99, "pid": HOST, "tid": HOST, "ts": True, "cat": "ac2g", "name": "ac2g"})
+
+
+def _zero_kernel(t):
+    find(t, cat="kernel")["dur"] = 0
+
+
+def _negative_launch(t):
+    find(t, cat="privateuse1_runtime")["dur"] = -1.0
+
+
+def _kernel_without_stream(t):
+    del find(t, cat="kernel")["args"]["stream"]
+
+
+def _kernel_wrong_device(t):
+    find(t, cat="kernel")["args"]["device"] = 3
+
+
+def _launch_with_stream(t):
+    find(t, cat="privateuse1_runtime")["args"]["stream"] = STREAM
+
+
+def _launch_without_correlation(t):
+    del find(t, cat="privateuse1_runtime")["args"]["correlation"]
+
+
+def _duplicate_start(t):
+    t["traceEvents"].append(dict(find(t, ph="s")))
+
+
+def _start_without_finish(t):
+    drop(t, find(t, ph="f", n=1))
+
+
+def _finish_without_start(t):
+    drop(t, find(t, ph="s", n=1))
+
+
+def _backwards(t):
+    # the launch (and its arrow start) moves after the kernel start, still inside its op
+    find(t, cat="privateuse1_runtime")["ts"] = 18
+    find(t, ph="s")["ts"] = 18
+
+
+def _start_outside_host_slice(t):
+    find(t, ph="s")["ts"] = 5
+
+
+def _start_on_device_pid(t):
+    find(t, ph="s").update(pid=NPU, tid=STREAM, ts=16)
+
+
+def _finish_between_kernels(t):
+    find(t, ph="f")["ts"] = 30
+
+
+def _finish_on_host_pid(t):
+    find(t, ph="f").update(pid=HOST, tid=HOST)
+
+
+def _finish_without_bp(t):
+    del find(t, ph="f")["bp"]
+
+
+def _correlation_mismatch(t):
+    find(t, cat="kernel")["args"]["correlation"] = CORR0 + 77
+
+
+def _external_id_mismatch(t):
+    find(t, cat="kernel")["args"]["External id"] = 77
+
+
+def _kernels_overlap(t):
+    find(t, cat="kernel")["dur"] = 101  # [16, 117] runs into the next kernel at 116
+
+
+def _launch_outside_op(t):
+    find(t, cat="cpu_op")["dur"] = 3  # op [10, 13], launch [12, 15]
+
+
+def _no_process_label(t):
+    drop(t, find(t, name="process_labels", pid=NPU))
+
+
+def _no_stream_name(t):
+    drop(t, find(t, name="thread_name", pid=NPU))
+
+
+def _device_sorted_first(t):
+    find(t, name="process_sort_index", pid=NPU)["args"]["sort_index"] = 0
+
+
+def _device_sort_missing(t):
+    drop(t, find(t, name="process_sort_index", pid=NPU))
+
+
+def _unlinked_kernel(t):
+    del find(t, cat="kernel")["args"]["External id"]
+
+
+def _health_not_object(t):
+    t["torch_mspti"] = 5
+
+
+BROKEN = [
+    ("event-malformed", _append_non_object, {}),
+    ("event-malformed", _list_pid, {}),
+    ("timestamp-not-numeric", _string_ts, {}),
+    ("timestamp-not-numeric", _nan_dur, {}),
+    ("timestamp-not-numeric", _bool_ts_on_flow, {}),
+    ("duration-not-positive", _zero_kernel, {}),
+    ("duration-not-positive", _negative_launch, {}),
+    ("kernel-args", _kernel_without_stream, {}),
+    ("kernel-args", _kernel_wrong_device, {}),
+    ("launch-args", _launch_with_stream, {}),
+    ("launch-args", _launch_without_correlation, {}),
+    ("flow-duplicate-start", _duplicate_start, {}),
+    ("flow-unpaired", _start_without_finish, {}),
+    ("flow-unpaired", _finish_without_start, {}),
+    ("flow-backwards", _backwards, {}),
+    ("flow-start-not-on-host-slice", _start_outside_host_slice, {}),
+    ("flow-start-not-on-host-slice", _start_on_device_pid, {}),
+    ("flow-end-not-on-device-slice", _finish_between_kernels, {}),
+    ("flow-end-not-on-device-slice", _finish_on_host_pid, {}),
+    ("flow-end-binding", _finish_without_bp, {}),
+    ("flow-link-mismatch", _correlation_mismatch, {}),
+    ("flow-link-mismatch", _external_id_mismatch, {}),
+    ("kernel-overlap-in-stream", _kernels_overlap, {}),
+    ("launch-not-nested-in-op", _launch_outside_op, {}),
+    ("npu-lane-unnamed", _no_process_label, {}),
+    ("npu-lane-unnamed", _no_stream_name, {}),
+    ("npu-lane-sorted-above-cpu", _device_sorted_first, {}),
+    ("npu-lane-sorted-above-cpu", _device_sort_missing, {}),
+    ("link-ratio-below-min", _unlinked_kernel, {"min_link_ratio": 0.9}),
+    ("health-report-malformed", _health_not_object, {}),
+]
+
+
+@pytest.mark.parametrize("rule, mutate, kwargs", BROKEN, ids=[f"{r}:{m.__name__.strip('_')}" for r, m, _ in BROKEN])
+def test_each_broken_trace_is_rejected_for_its_rule(rule, mutate, kwargs):
+    trace = make_trace()
+    mutate(trace)
+    report = check_trace(trace, **kwargs)
+    assert not report.ok
+    assert set(report.counts_by_rule) == {rule}, [p.message for p in report.problems]
+    problem = report.problems[0]
+    assert problem.rule == rule and problem.message
+    assert problem.rule in RULES
+
+
+def test_every_rule_has_a_broken_trace():
+    assert {rule for rule, _, _ in BROKEN} == set(RULES)
+
+
+def test_well_formed_trace_is_accepted_with_its_stats():
+    report = check_trace(make_trace(ops=4), min_link_ratio=1.0)
+    assert report.ok, [p.message for p in report.problems]
+    s = report.stats
+    assert (s.kernels, s.linked_kernels, s.link_ratio) == (4, 4, 1.0)
+    assert (s.launches, s.flows, s.flow_finishes, s.device_lanes, s.streams) == (4, 4, 4, 1, 1)
+    assert report.health == {"library": {"available": True}}
+    assert report.to_dict()["ok"] is True
+
+
+def test_bare_event_list_is_accepted():
+    report = check_trace(make_trace()["traceEvents"])
+    assert report.ok and report.stats.kernels == 3 and report.health is None
+
+
+def test_health_report_written_as_json_string_is_read():
+    trace = make_trace()
+    trace["torch_mspti"] = json.dumps({"drain": {"flushes": 2}})
+    assert check_trace(trace).health == {"drain": {"flushes": 2}}
+
+
+def test_kernels_that_touch_exactly_do_not_overlap():
+    trace = make_trace()
+    find(trace, cat="kernel")["dur"] = 100  # ends at 116, where the next kernel starts
+    assert check_trace(trace).ok
+
+
+def test_overlap_tolerates_microsecond_rounding_on_epoch_timestamps():
+    base = 5202930741764.462  # absolute µs, as torch writes them
+    trace = make_trace(base=base)
+    k0, k1 = find(trace, cat="kernel"), find(trace, cat="kernel", n=1)
+    k0["dur"] = round(k1["ts"] + 0.001 - k0["ts"], 3)
+    assert check_trace(trace).ok
+    k0["dur"] = round(k1["ts"] + 0.010 - k0["ts"], 3)
+    assert set(check_trace(trace).counts_by_rule) == {"kernel-overlap-in-stream"}
+
+
+def test_arrow_start_binds_to_innermost_slice_for_link_check():
+    # the op carries a different correlation; the start must bind to the launch nested in it
+    trace = make_trace()
+    find(trace, cat="cpu_op")["args"]["correlation"] = 12345
+    assert check_trace(trace).ok
+
+
+def test_several_finishes_per_start_are_fine():
+    trace = make_trace()
+    k0 = find(trace, cat="kernel")
+    k0["dur"] = 2  # [16, 18]; a second kernel of the same launch at [18, 21]
+    k_extra = copy.deepcopy(k0)
+    k_extra.update(ts=18, dur=3)
+    f_extra = dict(find(trace, ph="f"), ts=18)
+    trace["traceEvents"] += [k_extra, f_extra]
+    report = check_trace(trace)
+    assert report.ok and report.stats.flows == 3 and report.stats.flow_finishes == 4
+
+
+def test_other_flow_categories_are_ignored():
+    trace = make_trace()
+    trace["traceEvents"].append({"ph": "s", "id": 1, "pid": HOST, "tid": HOST, "ts": 11, "cat": "fwdbwd",
+                                 "name": "fwdbwd"})
+    assert check_trace(trace).ok
+
+
+def test_link_ratio_without_kernels_fails_only_when_a_minimum_is_asked():
+    trace = {"traceEvents": [e for e in make_trace()["traceEvents"] if e.get("ph") == "M"]}
+    assert check_trace(trace).ok and check_trace(trace).stats.link_ratio is None
+    assert set(check_trace(trace, min_link_ratio=0.5).counts_by_rule) == {"link-ratio-below-min"}
+
+
+def test_invalid_min_link_ratio_is_a_value_error():
+    with pytest.raises(ValueError, match="min_link_ratio"):
+        check_trace(make_trace(), min_link_ratio=1.5)
+
+
+def test_problem_list_is_capped_but_counted():
+    trace = make_trace(ops=10)
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel":
+            del e["args"]["stream"]
+    report = check_trace(trace, max_problems=3)
+    assert len(report.problems) == 3 and report.problem_count == 10 and report.omitted == 7
+    d = report.to_dict()
+    assert d["problem_count"] == 10 and d["omitted"] == 7 and d["counts_by_rule"] == {"kernel-args": 10}
+    assert set(d["problems"][0]) == {"rule", "message", "event"}
+    assert d["problems"][0]["event"]["cat"] == "kernel" and "index" in d["problems"][0]["event"]
+
+
+def test_large_trace_is_checked_in_one_sweep():
+    # 100k kernels, launches, ops and arrows (~500k events): must finish without quadratic work.
+    trace = make_trace(ops=100_000)
+    report = check_trace(trace, min_link_ratio=1.0)
+    assert report.ok
+    assert report.stats.kernels == 100_000 and report.stats.flows == 100_000
+
+
+def test_large_trace_with_many_problems_stays_capped():
+    trace = make_trace(ops=20_000)
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "f":
+            e["ts"] += 10  # all finishes fall into gaps between kernels
+    report = check_trace(trace, max_problems=5)
+    assert report.counts_by_rule == {"flow-end-not-on-device-slice": 20_000}
+    assert len(report.problems) == 5
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def test_path_and_gzip_inputs_are_loaded(tmp_path):
+    plain, packed = tmp_path / "t.json", tmp_path / "t.json.gz"
+    plain.write_text(json.dumps(make_trace()))
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert check_trace(plain).ok and check_trace(str(packed)).ok
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (None, "no such file"),
+        (b"", "empty"),
+        (b"{\"traceEvents\": [", "not valid JSON"),
+        (b"\xff\xfe\x00garbage", "not"),
+        (b"42", "not a Chrome trace"),
+        (b"{\"events\": []}", "not a Chrome trace"),
+    ],
+    ids=["missing", "empty", "truncated", "binary", "number", "no-traceEvents"],
+)
+def test_unreadable_input_raises_trace_file_error(tmp_path, content, match):
+    path = tmp_path / "trace.json"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(TraceFileError, match=match) as info:
+        check_trace(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_load_trace_on_a_directory(tmp_path):
+    with pytest.raises(TraceFileError, match="directory"):
+        load_trace(tmp_path)
+
+
+def test_real_cpu_only_torch_trace_is_accepted(tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "cpu.json"
+    script = textwrap.dedent(f"""
+        import torch
+        from torch.profiler import profile, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as p:
+            x = torch.randn(32, 32, requires_grad=True)
+            (x @ x).sum().backward()
+        p.export_chrome_trace({str(out)!r})
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, timeout=300)
+    report = check_trace(out)
+    assert isinstance(report, CheckReport)
+    assert report.ok, [p.message for p in report.problems]
+    assert report.stats.kernels == 0 and report.stats.device_lanes == 0
