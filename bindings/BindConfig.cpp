@@ -85,7 +85,7 @@ void bindConfig(nb::module_& m) {
           throw nb::value_error(err.c_str());
         }
       },
-      nb::arg("name"), nb::arg("value"),
+      nb::arg("name"), nb::arg("value").none(),
       "Set a setting; applies from the next profiling session. Raises TypeError for a value of the\n"
       "wrong type, ValueError for a value out of range (the message names field, value and range),\n"
       "RuntimeError when changing library_path after a library was loaded. Thread-safe.");

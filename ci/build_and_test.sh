@@ -4,8 +4,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# PLACEHOLDER until the lead finalises README.md; then paste the README's command here as is.
-TEST_COMMAND='pip install --no-build-isolation ".[test]" && pytest -n 2'
+# The README's test command, taken from the README itself so the two can never drift: the first
+# line of the code block after the marker comment `<!-- ci:test-command ... -->`.
+TEST_COMMAND=$(awk '/<!-- ci:test-command/ {found=1; next} found && /^```/ {if (inblock) exit; inblock=1; next} found && inblock {print; exit}' README.md)
+if [ -z "$TEST_COMMAND" ]; then
+  echo "ERROR: no test command found after '<!-- ci:test-command' in README.md" >&2
+  exit 2
+fi
 
 echo "+ ${TEST_COMMAND}"
 rc=0

@@ -39,7 +39,8 @@ def simulator_available() -> tuple[bool, str]:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
-        return False, "torch_mspti.sim not importable: " + proc.stderr.strip().splitlines()[-1:][0:1].__str__()
+        lines = proc.stderr.strip().splitlines()
+        return False, "torch_mspti.sim not importable: " + (lines[-1] if lines else f"rc={proc.returncode}")
     ok, dev, sim = proc.stdout.split()
     return ok == "True", f"device library {dev}, simulator {sim}"
 

@@ -97,7 +97,7 @@ def test_metadata_pins_the_torch_minor_and_declares_the_entry_points(dist):
         f">={major}.{minor}", f"<{major}.{minor + 1}"}
     eps = {(ep.group, ep.name): ep.value for ep in dist.entry_points}
     assert eps[("torch.backends", "torch_mspti")] == "_torch_mspti_autoload:autoload"
-    assert eps[("console_scripts", "torch-mspti")] == "torch_mspti.cli:main"
+    assert eps[("console_scripts", "torch-mspti")] == "torch_mspti_cli:main"
 
 
 def _is_editable(dist: md.Distribution) -> bool:

@@ -141,7 +141,7 @@ def test_pyproject_wires_the_provider_and_the_entry_points():
     hook = data["project"]["entry-points"]["torch.backends"]["torch_mspti"]
     # Outside the package: importing torch_mspti.<anything> would run its __init__ outside the hook's try.
     assert hook == "_torch_mspti_autoload:autoload"
-    assert data["project"]["scripts"]["torch-mspti"] == "torch_mspti.cli:main"
+    assert data["project"]["scripts"]["torch-mspti"] == "torch_mspti_cli:main"
 
 
 # ---- autoload hook with a stand-in torch_mspti --------------------------------------------

@@ -284,9 +284,11 @@ std::string MsptiActivityProfilerSession::healthJson() const {
   w.beginArray("errors");
   for (const auto& e : errors_) w.value(nullptr, e);
   w.endArray();
-  writeCounters(w, counters_);
+  // kineto reads the metadata before processTrace, where kernels are linked and filtered: the
+  // link statistics are not known yet and are left out rather than reported as zero.
+  writeCounters(w, counters_, /*withLinks=*/false);
   if (drain_) writeDrain(w, *drain_);
-  w.value("note", "link counts are computed after kineto reads this metadata; see torch_mspti.diagnostics()");
+  w.value("link_statistics", "computed after this report; see torch_mspti.diagnostics() or torch-mspti check");
   w.endObject();
   return w.str();
 }

@@ -78,23 +78,26 @@ std::vector<int> StatsRegistry::enableResults() const {
   return enableResults_;
 }
 
-void writeCounters(JsonWriter& w, const SessionCounters& c) {
+void writeCounters(JsonWriter& w, const SessionCounters& c, bool withLinks) {
   w.beginObject("records_by_kind");
   for (int i = 1; i < MSPTI_ACTIVITY_KIND_COUNT; ++i)
     if (c.recordsByKind[i]) w.value(kindName(static_cast<msptiActivityKind>(i)), c.recordsByKind[i]);
   w.endObject();
-  w.value("kernels", c.kernels).value("linked_kernels", c.linkedKernels);
-  if (c.kernels)
-    w.value("link_ratio", static_cast<double>(c.linkedKernels) / static_cast<double>(c.kernels));
-  else
-    w.null("link_ratio");
-  w.value("unlinked_kernels", c.unlinkedKernels)
-      .value("out_of_window", c.outOfWindow)
-      .value("invalid_timing", c.invalidTiming)
-      .value("duplicates", c.duplicates)
-      .value("mislinks_rejected", c.mislinksRejected)
-      .value("api_time_untrusted", c.apiTimeUntrusted)
-      .value("link_target_missing", c.linkTargetMissing);
+  if (withLinks) {
+    w.value("kernels", c.kernels).value("linked_kernels", c.linkedKernels);
+    if (c.kernels)
+      w.value("link_ratio", static_cast<double>(c.linkedKernels) / static_cast<double>(c.kernels));
+    else
+      w.null("link_ratio");
+    w.value("unlinked_kernels", c.unlinkedKernels)
+        .value("out_of_window", c.outOfWindow)
+        .value("invalid_timing", c.invalidTiming)
+        .value("duplicates", c.duplicates)
+        .value("mislinks_rejected", c.mislinksRejected)
+        .value("api_time_untrusted", c.apiTimeUntrusted)
+        .value("link_target_missing", c.linkTargetMissing)
+        .value("records_dropped", c.outOfWindow + c.invalidTiming + c.duplicates);
+  }
   w.beginObject("buffers")
       .value("requested", c.buffersRequested)
       .value("completed", c.buffersCompleted)
@@ -103,8 +106,7 @@ void writeCounters(JsonWriter& w, const SessionCounters& c) {
       .value("abandoned", c.abandonedBuffers)
       .value("abandoned_bytes", c.abandonedBytes)
       .endObject();
-  w.value("records_dropped", c.outOfWindow + c.invalidTiming + c.duplicates)
-      .value("orphan_records", c.orphanRecords)
+  w.value("orphan_records", c.orphanRecords)
       .value("correlation_errors", c.correlationErrors)
       .value("correlation_overflow", c.correlationOverflow)
       .value("unbalanced_at_stop", c.unbalancedAtStop);

@@ -81,7 +81,8 @@ class StatsRegistry {
 };
 
 class JsonWriter;
-void writeCounters(JsonWriter& w, const SessionCounters& c);
+// withLinks=false omits what processTrace computes (kernels, links, drops by timing/window).
+void writeCounters(JsonWriter& w, const SessionCounters& c, bool withLinks = true);
 void writeDrain(JsonWriter& w, const DrainStats& d);
 
 }  // namespace torch_mspti

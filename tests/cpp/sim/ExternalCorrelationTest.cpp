@@ -80,6 +80,7 @@ TEST_F(ExternalCorrelationTest, PerThreadStacksOptionIsolatesThreads) {
 }
 
 TEST_F(ExternalCorrelationTest, OneRecordPerNonEmptyKindCarryingItsTop) {
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 100'000'000), 0);  // launch done before the report
   subscribe();
   enable({MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, MSPTI_ACTIVITY_KIND_RUNTIME_API});
   uint64_t scratch = 0;

@@ -1,0 +1,385 @@
+"""Run a profiling workload on the simulated MSPTI in a fresh interpreter and collect the results.
+
+Renaming PrivateUse1 and loading an MSPTI library are per process and cannot be undone, so each
+scenario gets its own ``python`` child. The child
+
+* imports torch and torch_mspti, optionally renames PrivateUse1 to ``npu`` and registers a minimal
+  ``torch.npu`` module whose ``synchronize`` waits for the simulated device;
+* points the plugin at an MSPTI library (the simulator through ``use_library`` or
+  ``TORCH_MSPTI_LIBRARY``, an arbitrary ``TORCH_MSPTI_LIBRARY`` path, or nothing at all);
+* applies simulator options (``msptiSimSetOption``) and plugin settings (``torch_mspti.config``);
+* runs a workload snippet once per profile (or once per step under a ``schedule``), exports each
+  trace into the test's directory and summarises ``prof.events()``;
+* writes everything as JSON, which :func:`run` returns as a :class:`SimResult`.
+
+Names available to the snippet: ``torch``, ``x`` (a small tensor), ``launch``, ``launch_bare``,
+``sync``, ``sim`` (the ctypes handle, or None), ``sim_stats``, ``record_function``, ``profile_index``,
+``step`` (None outside a schedule), ``prof`` and ``out`` (a dict returned as ``SimResult.extra``).
+
+``launch(*kernels)`` runs the op ``simrun::launch`` once and, inside it, launches each kernel;
+``launch_bare(*kernels)`` launches them with no op around. A kernel is a name, or a dict with
+``name`` and optional ``type`` (KERNEL_AICORE), ``device`` (0), ``stream`` (1), ``dur_ns`` (20000)
+and ``count`` (1; more than one uses ``msptiSimLaunchKernels``: one launch, several kernels).
+Every launch is recorded in ``SimResult.launched`` with the correlation id the simulator returned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+DOCTOR = "torch-mspti doctor"
+DEFAULT_DELAY_NS = 30_000_000
+CPU_SORT_LIMIT = 5_000_000  # kineto's kExceedMaxPid
+
+_CHILD = r'''
+import ctypes, json, os, sys, traceback, types, warnings
+
+P = json.load(open(sys.argv[1]))
+RESULT = {"warnings": [], "profiles": [], "traces": [], "launched": [], "extra": {}}
+
+def _show(message, category, filename, lineno, file=None, line=None):
+    RESULT["warnings"].append(f"{category.__name__}: {message}")
+warnings.simplefilter("always")
+warnings.showwarning = _show
+
+import torch
+import torch_mspti
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+sim = None
+if P["library"] in ("sim", "sim-env"):
+    sim_path = torch_mspti.simulator_library()
+    if P["library"] == "sim":
+        torch_mspti.use_library(sim_path)
+    sim = ctypes.CDLL(sim_path)
+    sim.msptiSimLaunchKernel.restype = ctypes.c_uint64
+    sim.msptiSimLaunchKernel.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32,
+                                         ctypes.c_uint32, ctypes.c_uint64]
+    sim.msptiSimLaunchKernels.restype = ctypes.c_uint64
+    sim.msptiSimLaunchKernels.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32,
+                                          ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32]
+    sim.msptiSimSynchronize.argtypes = [ctypes.c_int32]
+    sim.msptiSimSetOption.argtypes = [ctypes.c_char_p, ctypes.c_int64]
+    sim.msptiSimGetOption.restype = ctypes.c_int64
+    sim.msptiSimGetOption.argtypes = [ctypes.c_char_p]
+    for _k, _v in P["sim_options"].items():
+        if sim.msptiSimSetOption(_k.encode(), int(_v)) != 0:
+            raise SystemExit(f"simrun: msptiSimSetOption({_k!r}, {_v!r}) failed")
+
+_STAT_FIELDS = ["kernels_launched", "kernel_records", "external_records", "api_records",
+                "records_dropped", "records_pending", "buffers_requested", "buffers_declined",
+                "buffers_completed", "external_stack_depth"]
+
+class _Stats(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in _STAT_FIELDS]
+
+def sim_stats():
+    if sim is None:
+        return None
+    s = _Stats()
+    sim.msptiSimGetStats(ctypes.byref(s))
+    return {n: getattr(s, n) for n in _STAT_FIELDS}
+
+for _k, _v in P["config"].items():
+    setattr(torch_mspti.config, _k, _v)
+
+def sync():
+    if sim is not None:
+        sim.msptiSimSynchronize(-1)
+
+if P["rename"]:
+    torch.utils.rename_privateuse1_backend("npu")
+    _mod = types.ModuleType("npu")
+    _mod.synchronize = lambda *a, **k: sync()
+    _mod.is_available = lambda: True
+    _mod.device_count = lambda: 1
+    _mod.current_device = lambda: 0
+    torch._register_device_module("npu", _mod)
+
+CTX = {"profile_index": None, "step": None}
+_PENDING = []
+
+def _norm(k):
+    k = {"name": k} if isinstance(k, str) else dict(k)
+    k.setdefault("type", "KERNEL_AICORE")
+    k.setdefault("device", 0)
+    k.setdefault("stream", 1)
+    k.setdefault("dur_ns", 20000)
+    k.setdefault("count", 1)
+    return k
+
+def _do_launch(kernels, in_op):
+    for k in kernels:
+        cid = 0
+        if sim is not None:
+            args = (k["name"].encode(), k["type"].encode(), k["device"], k["stream"], k["dur_ns"])
+            if k["count"] == 1:
+                cid = sim.msptiSimLaunchKernel(*args)
+            else:
+                cid = sim.msptiSimLaunchKernels(*args, k["count"])
+        RESULT["launched"].append(dict(k, correlation=cid, in_op=in_op,
+                                       profile_index=CTX["profile_index"], step=CTX["step"]))
+
+@torch.library.custom_op("simrun::launch", mutates_args=())
+def _launch_op(t: torch.Tensor) -> torch.Tensor:
+    kernels = list(_PENDING)
+    _PENDING.clear()
+    _do_launch(kernels, True)
+    return t.clone()
+
+def launch(*kernels):
+    _PENDING[:] = [_norm(k) for k in kernels]
+    return torch.ops.simrun.launch(x)
+
+def launch_bare(*kernels):
+    _do_launch([_norm(k) for k in kernels], False)
+
+x = torch.ones(4)
+_ACTS = {"CPU": ProfilerActivity.CPU, "PrivateUse1": ProfilerActivity.PrivateUse1}
+def activities_for(i):
+    acts = P["activities"]
+    if acts and isinstance(acts[0], list):  # one list per profile
+        acts = acts[i]
+    return [_ACTS[a] for a in acts]
+_code = compile(P["workload"], "<workload>", "exec")
+NS = {"torch": torch, "x": x, "launch": launch, "launch_bare": launch_bare, "sync": sync,
+      "sim": sim, "sim_stats": sim_stats, "record_function": record_function,
+      "out": RESULT["extra"], "torch_mspti": torch_mspti}
+
+def _summary(p):
+    kernels, ops = [], []
+    for e in p.events():
+        if e.device_type != torch.autograd.DeviceType.CPU:
+            kernels.append({"name": e.name, "device_type": str(e.device_type),
+                            "is_privateuse1": e.device_type == torch.autograd.DeviceType.PrivateUse1,
+                            "device_index": e.device_index, "id": e.id,
+                            "linked_correlation_id": e.linked_correlation_id,
+                            "duration_us": e.time_range.elapsed_us(),
+                            "self_device_time_total": e.self_device_time_total})
+        else:
+            ops.append({"id": e.id, "name": e.name,
+                        "self_device_time_total": e.self_device_time_total,
+                        "device_time_total": e.device_time_total,
+                        "kernels": [{"name": k.name, "device": k.device, "duration_us": k.duration}
+                                    for k in e.kernels]})
+    cpu_ids = [ev.correlation_id() for ev in p.profiler.kineto_results.events()
+               if ev.device_type() == torch.autograd.DeviceType.CPU and ev.correlation_id() != 0]
+    return {"kernels": kernels, "ops": ops, "cpu_correlation_ids": cpu_ids}
+
+def _finish(p, index):
+    path = os.path.join(P["out_dir"], f"trace_{index}.json")
+    p.export_chrome_trace(path)
+    RESULT["traces"].append(path)
+    d = torch_mspti.diagnostics(load_library=False).to_dict()
+    entry = _summary(p)
+    entry.update(index=index, trace=path, session=d["last_session"], sim_stats=sim_stats())
+    RESULT["profiles"].append(entry)
+
+RESULT["sim_stats_before"] = sim_stats()
+try:
+    if P["schedule"] is None:
+        for i in range(P["profiles"]):
+            CTX["profile_index"] = i
+            with profile(activities=activities_for(i)) as prof:
+                NS.update(prof=prof, profile_index=i, step=None)
+                exec(_code, NS)
+            _finish(prof, i)
+    else:
+        s = P["schedule"]
+        steps = P["steps"] if P["steps"] is not None else (
+            (s["wait"] + s["warmup"] + s["active"]) * s["repeat"] + s.get("skip_first", 0))
+        _cycle = [0]
+        def _ready(p):
+            _finish(p, _cycle[0])
+            _cycle[0] += 1
+        with profile(activities=activities_for(0), schedule=schedule(**s), on_trace_ready=_ready) as prof:
+            for st in range(steps):
+                CTX.update(step=st, profile_index=_cycle[0])
+                NS.update(prof=prof, profile_index=_cycle[0], step=st)
+                exec(_code, NS)
+                prof.step()
+    RESULT["ok"] = True
+except BaseException:
+    RESULT["ok"] = False
+    RESULT["error"] = traceback.format_exc()
+RESULT["sim_stats_after"] = sim_stats()
+RESULT["diagnostics"] = torch_mspti.diagnostics(load_library=P["diagnostics_load"]).to_dict()
+with open(P["result_path"], "w") as f:
+    json.dump(RESULT, f, default=str)
+'''
+
+# Variables that would let the library search find something the scenario did not ask for.
+_SEARCH_ENV = ("TORCH_MSPTI_LIBRARY", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LD_LIBRARY_PATH",
+               "LD_PRELOAD", "ASCEND_RT_VISIBLE_DEVICES")
+
+
+@dataclass
+class SimResult:
+    """What one child run produced (see the module docstring)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    warnings: list[str]
+    trace_paths: list[Path]
+    traces: list[dict]
+    profiles: list[dict]  # per profile / schedule cycle: kernels, ops, cpu_correlation_ids, session, sim_stats
+    launched: list[dict]
+    diagnostics: dict
+    sim_stats_before: dict | None
+    sim_stats_after: dict | None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def trace(self) -> dict:
+        """The only (or the last) exported trace."""
+        return self.traces[-1]
+
+    def doctor_warnings(self) -> list[str]:
+        """Warnings that send the user to `torch-mspti doctor` (C++ TORCH_WARN on stderr or Python)."""
+        lines = [ln for ln in self.stderr.splitlines() if DOCTOR in ln]
+        return lines + [w for w in self.warnings if DOCTOR in w]
+
+
+def run(workload: str, tmp_path: Path, *, library: str | None = "sim", rename: bool = True,
+        delay_ns: int = DEFAULT_DELAY_NS, sim_options: dict[str, int] | None = None,
+        config: dict[str, Any] | None = None, profiles: int = 1, schedule: dict[str, int] | None = None,
+        steps: int | None = None, activities: Sequence[str] | Sequence[Sequence[str]] = ("CPU", "PrivateUse1"),
+        env: dict[str, str] | None = None, diagnostics_load: bool = False,
+        timeout: float = 180, check: bool = True) -> SimResult:
+    """Run ``workload`` in a fresh interpreter; see the module docstring.
+
+    ``library``: "sim" (``torch_mspti.use_library(simulator)``), "sim-env"
+    (``TORCH_MSPTI_LIBRARY=<simulator>``), any other string (``TORCH_MSPTI_LIBRARY`` set to it, the
+    simulator not loaded), or None (no explicit path and no CANN/loader variables, simulator not
+    loaded). ``delay_ns`` is the simulator's delivery delay; ``sim_options`` more simulator options;
+    ``config`` plugin settings. ``activities``: names ("CPU", "PrivateUse1") for every profile, or one
+    such list per profile. ``check``: raise when the child fails or the workload raises.
+    """
+    out_dir = Path(tmp_path)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    child_env = {k: v for k, v in os.environ.items()
+                 if k not in _SEARCH_ENV and not k.startswith("TORCH_MSPTI_")}
+    child_env.setdefault("OMP_NUM_THREADS", "1")
+    sim_opts: dict[str, int] = {}
+    if library in ("sim", "sim-env"):
+        sim_opts["delivery_delay_ns"] = delay_ns
+        sim_opts.update(sim_options or {})
+        if library == "sim-env":
+            child_env["TORCH_MSPTI_LIBRARY"] = _simulator_path()
+    elif library is not None:
+        child_env["TORCH_MSPTI_LIBRARY"] = library
+    child_env.update(env or {})
+    params = {
+        "workload": textwrap.dedent(workload), "library": library, "rename": rename,
+        "sim_options": sim_opts, "config": config or {}, "profiles": profiles, "schedule": schedule,
+        "steps": steps,
+        "activities": [a if isinstance(a, str) else list(a) for a in activities], "out_dir": str(out_dir),
+        "result_path": str(out_dir / "simrun_result.json"), "diagnostics_load": diagnostics_load,
+    }
+    (out_dir / "simrun_params.json").write_text(json.dumps(params))
+    (out_dir / "simrun_child.py").write_text(_CHILD)
+    proc = subprocess.run([sys.executable, str(out_dir / "simrun_child.py"), str(out_dir / "simrun_params.json")],
+                          capture_output=True, text=True, timeout=timeout, env=child_env, cwd=out_dir)
+    result_path = out_dir / "simrun_result.json"
+    if not result_path.exists():
+        raise AssertionError(f"simrun child died (rc={proc.returncode}) without a result\n"
+                             f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-6000:]}")
+    data = json.loads(result_path.read_text())
+    if check and (proc.returncode != 0 or not data.get("ok")):
+        raise AssertionError(f"simrun workload failed (rc={proc.returncode}):\n{data.get('error')}\n"
+                             f"stderr:\n{proc.stderr[-6000:]}")
+    paths = [Path(p) for p in data["traces"]]
+    return SimResult(
+        returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr, warnings=data["warnings"],
+        trace_paths=paths, traces=[json.loads(p.read_text()) for p in paths], profiles=data["profiles"],
+        launched=data["launched"], diagnostics=data["diagnostics"],
+        sim_stats_before=data.get("sim_stats_before"), sim_stats_after=data.get("sim_stats_after"),
+        extra=data["extra"])
+
+
+_SIM_PATH: str | None = None
+
+
+def _simulator_path() -> str:
+    global _SIM_PATH
+    if _SIM_PATH is None:
+        proc = subprocess.run([sys.executable, "-c", "import torch_mspti; print(torch_mspti.simulator_library())"],
+                              capture_output=True, text=True, timeout=120, check=True)
+        _SIM_PATH = proc.stdout.strip().splitlines()[-1]
+    return _SIM_PATH
+
+
+# ---------------------------------------------------------------------------------------------
+# Trace accessors (plain data; no torch)
+
+
+def events(trace: dict | list) -> list[dict]:
+    return trace["traceEvents"] if isinstance(trace, dict) else trace
+
+
+def slices(trace, cat: str) -> list[dict]:
+    return [e for e in events(trace) if e.get("ph") == "X" and e.get("cat") == cat]
+
+
+def kernels(trace) -> list[dict]:
+    return slices(trace, "kernel")
+
+
+def cpu_ops(trace) -> list[dict]:
+    return slices(trace, "cpu_op")
+
+
+def launches(trace) -> list[dict]:
+    return slices(trace, "privateuse1_runtime")
+
+
+def flow_events(trace, ph: str) -> list[dict]:
+    return [e for e in events(trace) if e.get("ph") == ph and e.get("cat") == "ac2g"]
+
+
+def metadata(trace, name: str) -> list[dict]:
+    return [e for e in events(trace) if e.get("ph") == "M" and e.get("name") == name]
+
+
+def device_pids(trace) -> set:
+    return {k["pid"] for k in kernels(trace)}
+
+
+def cpu_pids(trace) -> set:
+    return {e["pid"] for e in cpu_ops(trace)}
+
+
+def sort_index(trace, pid) -> int | None:
+    for e in metadata(trace, "process_sort_index"):
+        if e["pid"] == pid:
+            return e["args"]["sort_index"]
+    return None
+
+
+def process_name(trace, pid) -> str | None:
+    for e in metadata(trace, "process_name"):
+        if e["pid"] == pid:
+            return e["args"]["name"]
+    return None
+
+
+def cpu_time_range(trace) -> tuple[float, float]:
+    """[first start, last end] over the host slices (cpu_op and user_annotation)."""
+    host = [e for e in events(trace) if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
+    return min(e["ts"] for e in host), max(e["ts"] + e["dur"] for e in host)
+
+
+def end(e: dict) -> float:
+    return e["ts"] + e["dur"]
+
+
+# kineto writes ts/dur in µs with 3 decimals; absolute timestamps near 5e12 µs carry float error.
+TS_TOL_US = 0.002

@@ -1,0 +1,165 @@
+"""torch_mspti.config: typed values, validation messages, environment variables."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch_mspti = pytest.importorskip("torch_mspti", reason="the package must be installed (README test command)")
+config = torch_mspti.config
+
+INT_SETTINGS = {
+    # name: (a valid value, values out of range)
+    "buffer_size": (4 << 20, [0, 8, (64 << 10) - 8, (256 << 20) + 8, (4 << 20) + 4]),
+    "buffer_pool_cap": (8, [0, -1, 4097]),
+    "drain_poll_interval_ms": (10, [0, 1001]),
+    "drain_quiet_flushes": (5, [0, 1001]),
+    "drain_timeout_ms": (250, [-1, 600001]),
+}
+BOOL_SETTINGS = [
+    "enable_kernels",
+    "enable_external_correlation",
+    "enable_api_records",
+    "enable_communication",
+    "enable_memcpy_memset",
+    "enable_markers",
+]
+
+
+@pytest.fixture(autouse=True)
+def _restore_defaults():
+    yield
+    config.reset()
+
+
+def test_every_setting_is_listed_with_type_unit_and_range():
+    names = {s["name"]: s for s in config.settings()}
+    assert set(INT_SETTINGS) | set(BOOL_SETTINGS) | {"drain_order", "library_path"} == set(names)
+    for s in names.values():
+        assert s["type"] in {"int", "bool", "str", "choice"} and s["range"] and s["description"]
+    assert names["buffer_size"]["unit"] == "bytes"
+    assert names["drain_timeout_ms"]["unit"] == "ms"
+
+
+def test_reading_returns_typed_values():
+    assert config.buffer_size == 8 << 20 and type(config.buffer_size) is int
+    assert config.enable_kernels is True
+    assert config.enable_markers is False
+    assert config.drain_order == "auto"
+    assert isinstance(config.library_path, str)
+    assert json.loads(json.dumps(config.to_dict()))  # JSON-serialisable
+
+
+@pytest.mark.parametrize("name", sorted(INT_SETTINGS))
+def test_int_settings_accept_valid_and_reject_out_of_range(name):
+    good, bad_values = INT_SETTINGS[name]
+    setattr(config, name, good)
+    assert getattr(config, name) == good
+    for bad in bad_values:
+        with pytest.raises(ValueError) as err:
+            setattr(config, name, bad)
+        message = str(err.value)
+        assert name in message and str(bad) in message and ".." in message, message
+        assert getattr(config, name) == good  # unchanged
+
+
+@pytest.mark.parametrize("name", sorted(INT_SETTINGS))
+@pytest.mark.parametrize("bad", ["8", 1.5, True, None])
+def test_int_settings_reject_other_types(name, bad):
+    with pytest.raises(TypeError, match=name):
+        setattr(config, name, bad)
+
+
+@pytest.mark.parametrize("name", BOOL_SETTINGS)
+def test_bool_settings(name):
+    setattr(config, name, False)
+    assert getattr(config, name) is False
+    for bad in [1, "true", None]:
+        with pytest.raises(TypeError, match=name):
+            setattr(config, name, bad)
+
+
+def test_drain_order_choices():
+    for choice in ["disable_first", "poll_first", "auto"]:
+        config.drain_order = choice
+        assert config.drain_order == choice
+    with pytest.raises(ValueError, match="drain_order: 'sometimes'.*auto, disable_first or poll_first"):
+        config.drain_order = "sometimes"
+    with pytest.raises(TypeError, match="drain_order"):
+        config.drain_order = 1
+
+
+def test_unknown_setting_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="unknown torch-mspti setting 'bufer_size'"):
+        config.bufer_size = 1
+    with pytest.raises(AttributeError):
+        _ = config.bufer_size
+
+
+def _run(code: str, **env: str) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **env}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120)
+
+
+def test_environment_variables_set_settings():
+    r = _run(
+        "import torch_mspti as m; print(m.config.buffer_size, m.config.enable_markers, m.config.drain_order)",
+        TORCH_MSPTI_BUFFER_SIZE=str(2 << 20),
+        TORCH_MSPTI_ENABLE_MARKERS="1",
+        TORCH_MSPTI_DRAIN_ORDER="poll_first",
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(2 << 20), "True", "poll_first"]
+
+
+@pytest.mark.parametrize(
+    "var,value,expected",
+    [
+        ("TORCH_MSPTI_BUFFER_SIZE", "abc", "is not an integer"),
+        ("TORCH_MSPTI_BUFFER_SIZE", "12", "out of range"),
+        ("TORCH_MSPTI_DRAIN_TIMEOUT_MS", "-5", "out of range"),
+        ("TORCH_MSPTI_ENABLE_KERNELS", "maybe", "is not a boolean"),
+        ("TORCH_MSPTI_DRAIN_ORDER", "later", "is not allowed"),
+    ],
+)
+def test_bad_environment_values_are_reported_and_ignored(var, value, expected):
+    code = (
+        "import json, torch_mspti as m; d = m.diagnostics(load_library=False).to_dict();"
+        "print(json.dumps({'errors': m.config.environment_errors(), 'diag': d['environment_errors'],"
+        " 'values': m.config.to_dict()}))"
+    )
+    r = _run(code, **{var: value})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert len(out["errors"]) == 1 and out["errors"] == out["diag"]
+    assert var in out["errors"][0] and value in out["errors"][0] and expected in out["errors"][0]
+    defaults = {"buffer_size": 8 << 20, "drain_timeout_ms": 1000, "enable_kernels": True, "drain_order": "auto"}
+    for key, default in defaults.items():
+        assert out["values"][key] == default
+
+
+def test_library_path_is_fixed_once_a_library_is_loaded():
+    code = """
+import torch_mspti as m
+sim = m.simulator_library()
+m.use_library(sim)
+assert m.diagnostics().library["available"], m.diagnostics().library
+m.use_library(sim)  # the same path stays allowed
+try:
+    m.config.library_path = "/somewhere/else/libmspti.so"
+except RuntimeError as e:
+    print("refused:", e)
+"""
+    r = _run(code)
+    assert r.returncode == 0, r.stderr
+    assert "refused: library_path: cannot change" in r.stdout
+    assert "already loaded" in r.stdout
+
+
+def test_use_library_rejects_non_paths():
+    with pytest.raises(TypeError, match="library_path"):
+        torch_mspti.use_library(42)

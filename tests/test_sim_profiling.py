@@ -1,0 +1,156 @@
+"""Profiler-level structure of traces taken on the simulated NPU, through public APIs only
+(torch.profiler.profile(activities=[CPU, PrivateUse1]) and the exported chrome JSON).
+
+These need the torch-mspti plugin (torch_mspti.use_library); until it is present they skip.
+The same checks apply to a real NPU (marker npu) where one exists.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sim_support import require_simulator, result, run_checks, run_child  # noqa: E402
+
+COMMON = r'''
+import json, os, tempfile
+from torch.profiler import profile, ProfilerActivity, record_function
+ACT = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+
+def _trace(prof):
+    path = tempfile.mktemp(suffix=".json")
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        data = json.load(f)
+    os.unlink(path)
+    ev = data["traceEvents"] if isinstance(data, dict) else data
+    ops = {e["args"]["External id"]: e for e in ev
+           if e.get("cat") in ("cpu_op", "user_annotation") and "External id" in e.get("args", {})}
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    return ops, kernels
+
+def _summary(ops, kernels):
+    out = []
+    for k in kernels:
+        op = ops.get(k.get("args", {}).get("External id"))
+        out.append({"name": k["name"], "pid": k.get("pid"), "tid": k.get("tid"), "ts": k["ts"],
+                    "dur": k.get("dur", 0), "args": sorted(k.get("args", {})),
+                    "op": op["name"] if op else None})
+    return out
+
+def check_phases():
+    a = torch.randn(128, 128, device="npu"); b = torch.randn(128, 128, device="npu")
+    torch.matmul(a, b); torch.npu.synchronize()
+    with profile(activities=ACT) as prof:
+        for name, fn in (("matmul", torch.matmul), ("add", torch.add)):
+            with record_function(name):
+                for _ in range(5):
+                    fn(a, b)
+        with record_function("sum"):
+            for _ in range(5):
+                torch.sum(a)
+    return _summary(*_trace(prof))
+
+def check_two_streams_two_devices():
+    s1, s2 = torch.npu.Stream(), torch.npu.Stream()
+    x = torch.randn(64, 64, device="npu"); y = torch.randn(64, 64, device="npu:1")
+    torch.npu.synchronize()
+    with profile(activities=ACT) as prof:
+        for _ in range(4):
+            with torch.npu.stream(s1):
+                x + 1
+            with torch.npu.stream(s2):
+                x * 2
+            y - 1
+    return _summary(*_trace(prof))
+
+def check_backward():
+    m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).npu()
+    x = torch.randn(16, 32, device="npu")
+    with profile(activities=ACT) as prof:
+        m(x).pow(2).mean().backward()
+    return _summary(*_trace(prof))
+'''
+
+PLUGIN = "import torch_mspti, sys\nsys.exit(0 if hasattr(torch_mspti, 'use_library') else 3)\n"
+CONSISTENT = {"MatMulV2": {"aten::mm", "aten::matmul", "aten::addmm"}, "Add": {"aten::add"},
+              "ReduceSum": {"aten::sum"}, "Mul": {"aten::mul"}, "Sub": {"aten::sub"}}
+
+
+def _need_plugin() -> None:
+    require_simulator()
+    if run_child(PLUGIN).returncode != 0:
+        pytest.skip("torch-mspti profiler plugin (torch_mspti.use_library) not available yet")
+
+
+@pytest.fixture(scope="module", params=["queued", "direct"])
+def traces(request):
+    _need_plugin()
+    # A fixed kernel duration longer than the host time of these small ops, so streams overlap.
+    return request.param, run_checks(COMMON, {"launch_mode": request.param, "fixed_duration_ns": 200_000})
+
+
+def test_kernels_carry_stream_and_type(traces):
+    _, r = traces
+    kernels = result(r, "phases")
+    assert kernels, "no kernels in the trace"
+    assert all({"stream", "type"} <= set(k["args"]) for k in kernels)
+    assert {"MatMulV2", "Add", "ReduceSum"} <= {k["name"] for k in kernels}
+
+
+def test_no_kernel_linked_to_an_op_that_did_not_launch_it(traces):
+    _, r = traces
+    kernels = result(r, "phases")
+    for k in kernels:
+        if k["op"] is None:
+            continue
+        assert k["name"] != "MemSet", f"housekeeping kernel linked to {k['op']}"
+        if k["name"] in CONSISTENT:
+            assert k["op"] in CONSISTENT[k["name"]], f"{k['name']} linked to {k['op']}"
+    assert any(k["op"] for k in kernels), "no kernel is linked at all"
+
+
+def test_streams_overlap_on_device_lanes_but_not_within_one(traces):
+    _, r = traces
+    kernels = [k for k in result(r, "two_streams_two_devices") if k["name"] in ("Add", "Mul", "Sub")]
+    lanes: dict = {}
+    for k in kernels:
+        lanes.setdefault((k["pid"], k["tid"]), []).append(k)
+    for ks in lanes.values():
+        ks.sort(key=lambda k: k["ts"])
+        for a, b in zip(ks, ks[1:]):
+            assert a["ts"] + a["dur"] <= b["ts"] + 1e-3, "kernels overlap within one stream"
+    adds = [k for k in kernels if k["name"] == "Add"]
+    muls = [k for k in kernels if k["name"] == "Mul"]
+    assert any(a["ts"] < m["ts"] + m["dur"] and m["ts"] < a["ts"] + a["dur"] for a in adds for m in muls)
+
+
+def test_two_devices_give_two_lane_groups(traces):
+    _, r = traces
+    kernels = result(r, "two_streams_two_devices")
+    dev0 = {k["pid"] for k in kernels if k["name"] in ("Add", "Mul")}
+    dev1 = {k["pid"] for k in kernels if k["name"] == "Sub"}
+    assert dev0 and dev1 and dev0.isdisjoint(dev1)
+
+
+def test_backward_kernels_link_to_autograd_ops(traces):
+    _, r = traces
+    linked = [k["op"] for k in result(r, "backward") if k["op"]]
+    assert any("backward" in op.lower() or op in ("aten::mm", "aten::t") for op in linked)
+    assert any("backward" in op.lower() for op in linked), linked
+
+
+def test_demo_trace_passes_structural_checks(tmp_path):
+    _need_plugin()
+    out = tmp_path / "trace.json"
+    proc = run_child("import sys\nfrom torch_mspti.sim import demo\n"
+                     f"sys.exit(demo.run('phases', size=128, steps=1, out={str(out)!r}, device='sim'))\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ev = json.loads(out.read_text())["traceEvents"]
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    assert kernels and any("External id" in e.get("args", {}) for e in kernels)
+    assert "linked" in proc.stdout
