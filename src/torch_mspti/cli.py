@@ -301,7 +301,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"{PROG} demo: the simulator is not available: {_one_line(exc)}", file=sys.stderr)
         return 1
     # Unset options are left out so the demo's own defaults apply.
-    kwargs = {k: getattr(args, k) for k in ("workload", "steps", "size", "out", "device")
+    kwargs = {k: getattr(args, k) for k in ("workload", "steps", "size", "out", "device", "launch_mode")
               if getattr(args, k) is not None}
     return int(demo.run(**kwargs) or 0)
 
@@ -356,6 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--size", type=_count_arg(1), metavar="N", help="problem size")
     m.add_argument("--out", metavar="PATH", help="where to write the Chrome trace")
     m.add_argument("--device", choices=("auto", "sim", "real"), default="auto")
+    m.add_argument("--launch-mode", dest="launch_mode", choices=("direct", "queued"), default="direct",
+                   help="simulator: launch inside the op (direct) or from a task-queue thread (queued)")
     m.set_defaults(func=cmd_demo)
     return p
 

@@ -54,7 +54,17 @@ def _drain_stats() -> Optional[dict[str, Any]]:
         return None
 
 
-def _select_device(device: str) -> str:
+def _rejected_links() -> int:
+    try:
+        import torch_mspti
+
+        last = torch_mspti.diagnostics().to_dict().get("last_session") or {}
+        return int(last.get("mislinks_rejected") or 0)
+    except Exception:  # plugin absent or no session yet
+        return 0
+
+
+def _select_device(device: str, launch_mode: str = "direct") -> str:
     if device not in ("auto", "sim", "real"):
         raise ValueError(f"device must be auto, sim or real, got {device!r}")
     if device == "auto":
@@ -68,13 +78,19 @@ def _select_device(device: str) -> str:
         return "real"
     from torch_mspti import sim
 
-    sim.enable()
+    sim.enable(launch_mode=launch_mode)
     return "sim"
 
 
 def run(workload: str = "phases", steps: Optional[int] = None, size: Optional[int] = None,
-        out: str = "trace.json", device: str = "auto") -> int:
+        out: str = "trace.json", device: str = "auto", launch_mode: str = "direct") -> int:
     """Run ``workload`` on the selected NPU, write the trace to ``out`` and print a summary.
+
+    ``launch_mode`` (simulator only): ``"direct"`` launches kernels inside the op that issued
+    them; ``"queued"`` launches them later from a worker thread, as torch_npu's task queue does
+    (TASK_QUEUE_ENABLE=1). MSPTI then tags each launch with whatever op is on its process-global
+    stack at that moment, so the plugin rejects those links (never an arrow from the wrong op)
+    and the trace shows the kernels unlinked; the rejections are counted in diagnostics.
 
     Returns a process exit code: 0 on success, 1 if the run failed, 2 for bad arguments.
     """
@@ -85,7 +101,7 @@ def run(workload: str = "phases", steps: Optional[int] = None, size: Optional[in
               f"(choose from {', '.join(sorted(workloads.WORKLOADS))})", file=sys.stderr)
         return 2
     try:
-        chosen = _select_device(device)
+        chosen = _select_device(device, launch_mode)
     except Exception as exc:  # noqa: BLE001 - reported to the user
         print(f"torch-mspti demo: cannot use device {device!r}: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1
@@ -126,6 +142,10 @@ def run(workload: str = "phases", steps: Optional[int] = None, size: Optional[in
     drain = _drain_stats()
     if drain:
         print("  drain    " + ", ".join(f"{k}={v}" for k, v in drain.items()))
+    rejected = _rejected_links()
+    if rejected:
+        print(f"  rejected {rejected} link(s): kernels launched from another thread than the op MSPTI "
+              "tagged them with (queued launches); on torch_npu set TASK_QUEUE_ENABLE=0 for op links")
     if summary["kernels"] == 0:
         print("  note: no kernels in the trace; is the torch-mspti profiler plugin loaded?")
     if workload != "phases":

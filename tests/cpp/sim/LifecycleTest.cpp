@@ -36,6 +36,7 @@ TEST_F(LifecycleTest, AThousandSessionsDoNotGrowTheThreadCount) {
   collector_.reset();
   collector_.setBufferSize(512);
   const size_t baseline = threadCount();
+  const std::string baselineNames = threadNames();
   const auto before = api_.stats();
   for (int i = 0; i < 1000; ++i) {
     cycle();
@@ -43,7 +44,7 @@ TEST_F(LifecycleTest, AThousandSessionsDoNotGrowTheThreadCount) {
       return;
     }
   }
-  EXPECT_LE(threadCount(), baseline);
+  EXPECT_LE(threadCount(), baseline) << "before: " << baselineNames << "\nafter: " << threadNames();
   const auto after = api_.stats();
   EXPECT_EQ(after.kernels_launched - before.kernels_launched, 8000u);
   EXPECT_GT(after.buffers_completed - before.buffers_completed, 1000u);

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -91,6 +92,28 @@ size_t threadCount() {
     closedir(dir);
   }
   return count;
+}
+
+std::string threadNames() {
+  std::string names;
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] == '.') {
+        continue;
+      }
+      char comm[64] = {};
+      const std::string path = std::string("/proc/self/task/") + entry->d_name + "/comm";
+      if (FILE* f = std::fopen(path.c_str(), "r")) {
+        if (std::fgets(comm, sizeof(comm), f) != nullptr) {
+          comm[std::strcspn(comm, "\n")] = '\0';
+        }
+        std::fclose(f);
+      }
+      names += std::string(names.empty() ? "" : ", ") + entry->d_name + ":" + comm;
+    }
+    closedir(dir);
+  }
+  return names;
 }
 
 BufferCollector& BufferCollector::get() {

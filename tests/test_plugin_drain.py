@@ -1,0 +1,103 @@
+"""stop() drains: kernel records that arrive long after the workload still reach the trace.
+
+The simulator delivers each kernel record 200 ms after the kernel ends. With ``disable_pulls=0``
+and ``drop_after_disable=1`` a Disable pulls nothing from the device and discards whatever becomes
+due afterwards (the behaviour of MSPTI generations before 26.1), so only polling FlushAll while the
+kinds are still enabled can collect them. The workload synchronises the device before the profile
+ends, so every kernel has run: after a balanced drain the kernel set must be exactly the launched one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import simrun  # noqa: E402
+from simrun import kernels  # noqa: E402
+
+from torch_mspti.check import check_trace  # noqa: E402
+
+LATE_DELAY_NS = 200_000_000
+NO_PULL = {"disable_pulls": 0, "drop_after_disable": 1}
+
+WORKLOAD = """
+for i in range(6):
+    launch(f"Late_{i}", {"name": f"LateVec_{i}", "type": "KERNEL_AIVEC", "stream": 2})
+launch_bare({"name": "LateBare", "stream": 3})
+sync()
+"""
+
+MULTI_WORKLOAD = """
+for i in range(3):
+    launch({"name": f"Multi_{i}", "count": 4, "stream": 1 + i})
+sync()
+"""
+
+
+def _expected(run) -> Counter:
+    return Counter(k["name"] for k in run.launched for _ in range(k["count"]))
+
+
+def _assert_complete(run):
+    drain = run.diagnostics["last_session"]["drain"]
+    assert all(k["correlation"] > 0 for k in run.launched), "the simulator did not record every launch"
+    got = Counter(k["name"] for k in kernels(run.trace))
+    expected = _expected(run)
+    assert got == expected, (f"missing {expected - got}, extra {got - expected}; drain {drain}; "
+                             f"sim {run.sim_stats_after}")
+    assert drain["exit_reason"] == "balanced", drain
+    assert drain["pending_launches"] == 0, drain
+    report = check_trace(run.trace)
+    assert report.ok, report.to_dict()
+    return drain
+
+
+def test_poll_first_drain_collects_every_kernel_delivered_200ms_late_when_disable_pulls_nothing(tmp_path):
+    run = simrun.run(WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS, sim_options=NO_PULL,
+                     config={"drain_order": "poll_first"})
+    drain = _assert_complete(run)
+    assert drain["order"] == "poll_first"
+    # the records really were late: they arrived while stop() was draining, not before
+    assert drain["records_during_drain"] >= sum(k["count"] for k in run.launched)
+    assert run.sim_stats_after["records_dropped"] == 0, run.sim_stats_after
+    assert run.sim_stats_after["records_pending"] == 0, run.sim_stats_after
+
+
+def test_poll_first_drain_collects_every_kernel_of_multi_kernel_launches(tmp_path):
+    # one launch, four kernels: the ledger is satisfied by the first; the siblings must follow
+    run = simrun.run(MULTI_WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS, sim_options=NO_PULL,
+                     config={"drain_order": "poll_first"})
+    _assert_complete(run)
+    assert run.sim_stats_after["records_dropped"] == 0, run.sim_stats_after
+
+
+def test_auto_drain_with_a_261_library_disables_first_and_collects_late_kernels(tmp_path):
+    # the simulator is a 26.1-generation library (msptiActivityIsEnabled, Disable pulls)
+    run = simrun.run(WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS)
+    assert "26.1" in (run.diagnostics["library"]["version"] or ""), run.diagnostics["library"]
+    drain = _assert_complete(run)
+    assert drain["order"] == "disable_first"
+
+
+def _generation_260_option() -> bool:
+    """Whether the simulator can act as a 26.0-generation library (no msptiActivityIsEnabled)."""
+    import torch_mspti
+
+    lib = ctypes.CDLL(torch_mspti.simulator_library())
+    lib.msptiSimGetOption.restype = ctypes.c_int64
+    lib.msptiSimGetOption.argtypes = [ctypes.c_char_p]
+    return lib.msptiSimGetOption(b"generation") != -(2**63)
+
+
+@pytest.mark.skipif(not _generation_260_option(),
+                    reason="the simulator has no 26.0-generation mode (no 'generation' option) yet")
+def test_auto_drain_with_a_260_library_polls_first_and_collects_late_kernels(tmp_path):
+    run = simrun.run(WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS, sim_options=dict(NO_PULL, generation=260))
+    assert "26.1" not in (run.diagnostics["library"]["version"] or ""), run.diagnostics["library"]
+    drain = _assert_complete(run)
+    assert drain["order"] == "poll_first"

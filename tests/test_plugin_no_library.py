@@ -1,0 +1,85 @@
+"""Without a usable libmspti a device profile still works: a CPU-only trace, one warning, a reason.
+
+Each case runs a device profile (CPU + PrivateUse1) in a child with no simulator loaded, then
+checks the exported trace, that nothing was raised, that exactly one warning sends the user to
+`torch-mspti doctor`, and that diagnostics say why the library is unavailable.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import simrun  # noqa: E402
+from simrun import flow_events, kernels, launches  # noqa: E402
+
+from torch_mspti.check import check_trace  # noqa: E402
+
+WORKLOAD = """
+with record_function("phase"):
+    for i in range(3):
+        launch(f"NoLib_{i}")
+        torch.ones(3) * 2
+"""
+
+
+def _run_without_library(tmp_path: Path, library: str | None) -> simrun.SimResult:
+    run = simrun.run(WORKLOAD, tmp_path, library=library)
+    assert run.returncode == 0
+    return run
+
+
+def _assert_cpu_only_trace_with_one_warning_and_a_reason(run: simrun.SimResult) -> str:
+    trace = run.trace
+    ops = simrun.cpu_ops(trace)
+    assert any(op["name"] == "simrun::launch" for op in ops), "the CPU half of the trace is missing"
+    assert not kernels(trace) and not launches(trace)
+    assert not flow_events(trace, "s") and not flow_events(trace, "f")
+    report = check_trace(trace)
+    assert report.ok, report.to_dict()
+    assert run.profiles[0]["kernels"] == []
+
+    doctor = run.doctor_warnings()
+    assert len(doctor) == 1, f"expected exactly one `torch-mspti doctor` warning, got {doctor}"
+
+    lib = run.diagnostics["library"]
+    assert lib["available"] is False, lib
+    assert isinstance(lib["reason"], str) and lib["reason"].strip(), lib
+    assert lib["fix"], lib
+    session = run.diagnostics["last_session"]
+    assert session is not None and session["kernels"] == 0
+    return lib["reason"]
+
+
+def test_nonexistent_explicit_library_gives_cpu_only_trace_one_warning_and_reason(tmp_path):
+    run = _run_without_library(tmp_path, "/nonexistent/libmspti.so")
+    reason = _assert_cpu_only_trace_with_one_warning_and_a_reason(run)
+    assert "/nonexistent/libmspti.so" in reason
+
+
+def test_no_explicit_library_and_no_cann_gives_cpu_only_trace_one_warning_and_reason(tmp_path):
+    if Path("/usr/local/Ascend").exists():
+        pytest.skip("a CANN installation exists under /usr/local/Ascend")
+    run = _run_without_library(tmp_path, None)
+    _assert_cpu_only_trace_with_one_warning_and_a_reason(run)
+    candidates = run.diagnostics["library"]["candidates"]
+    assert candidates and all(c["outcome"] != "loaded" for c in candidates)
+    assert all(c["source"] != "explicit" for c in candidates)
+
+
+def test_explicit_library_that_is_a_directory_or_not_a_library_gives_distinct_reasons(tmp_path):
+    directory = tmp_path / "libdir"
+    directory.mkdir()
+    not_a_library = tmp_path / "libmspti.so"
+    not_a_library.write_text("this is not an ELF shared object\n")
+    reasons = {}
+    for label, path in (("directory", directory), ("not-a-library", not_a_library)):
+        run = _run_without_library(tmp_path / label, str(path))
+        reasons[label] = _assert_cpu_only_trace_with_one_warning_and_a_reason(run)
+    assert reasons["directory"] != reasons["not-a-library"], reasons
+    assert "director" in reasons["directory"].lower(), reasons
+    # neither is mistaken for a missing file
+    assert all("no such file" not in r.lower() for r in reasons.values()), reasons
