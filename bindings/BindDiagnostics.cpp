@@ -127,6 +127,13 @@ void bindDiagnostics(nb::module_& m) {
         d["device_sessions"] = p.deviceSessions.load();
         d["last_configure_ns"] = p.lastConfigureNs.load();
         d["sessions"] = StatsRegistry::instance().sessions();
+        // torch forwards its registered factory to kineto on the first PrivateUse1 trace and
+        // kineto calls it at once; so after that, our factory having run tells whether ours is
+        // the PrivateUse1 profiler kineto uses (None: no PrivateUse1 trace yet).
+        if (!s.forwardedToKineto && !p.factoryCalled.load())
+          d["last_trace_used_ours"] = nb::none();
+        else
+          d["last_trace_used_ours"] = p.factoryCalled.load() && p.configureCalls.load() > 0;
         d["interned_names"] = NameTable::instance().size();
         return d;
       },

@@ -29,6 +29,11 @@ NB_MODULE(_C, m) {
       "Idempotent: later calls return the first outcome. Returns a one-line message saying which\n"
       "profiler serves PrivateUse1 traces. Raises ValueError for an unknown mode. Thread-safe.");
 
+  m.def("_register_foreign_profiler_for_testing", &torch_mspti::registerForeignProfilerForTesting,
+        "Tests only: register a do-nothing PrivateUse1 profiler factory (stands in for torch_npu's).");
+  m.def("_reset_registration_for_testing", &torch_mspti::resetRegistrationForTesting,
+        "Tests only: forget the registration outcome so register_profiler() runs again.");
+
   torch_mspti::bindings::bindConfig(m);
   torch_mspti::bindings::bindDiagnostics(m);
 }

@@ -38,9 +38,15 @@ cmake -S . -B "$BUILD" "${generator[@]}" \
   -DTORCH_MSPTI_CANN_HOME="$fake_sdk"
 cmake --build "$BUILD" --parallel "$JOBS"
 
-file "$BUILD/src/sim/libmspti_sim.so" "$BUILD/tests/cpp/portable/mspti_abi_smoke"
-if ! file "$BUILD/tests/cpp/portable/mspti_abi_smoke" | grep -q "ARM aarch64"; then
-  echo "ERROR: the smoke test was not built for aarch64" >&2
-  exit 1
-fi
+for bin in "$BUILD/src/sim/libmspti_sim.so" "$BUILD/tests/cpp/portable/mspti_abi_smoke"; do
+  machine=$(readelf -h "$bin" | awk -F: '/Machine/ {gsub(/^ +/, "", $2); print $2}')
+  echo "$bin: $machine"
+  if [ "$machine" != "AArch64" ]; then
+    echo "ERROR: $bin was not built for aarch64" >&2
+    exit 1
+  fi
+done
+glibc=$(aarch64-linux-gnu-objdump -T "$BUILD/src/sim/libmspti_sim.so" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -Vu | tail -n 1)
+glibcxx=$(aarch64-linux-gnu-objdump -T "$BUILD/src/sim/libmspti_sim.so" | grep -o 'GLIBCXX_[0-9][0-9.]*' | sort -Vu | tail -n 1)
+echo "aarch64 libmspti_sim.so needs ${glibc} and ${glibcxx} (built against Debian's cross libc/libstdc++)"
 ctest --test-dir "$BUILD" --output-on-failure --no-tests=error -V

@@ -58,17 +58,22 @@ def run_child(code: str, timeout: float = 240) -> subprocess.CompletedProcess:
                           timeout=timeout, env=env)
 
 
-def run_checks(source: str, enable: dict[str, Any] | None, timeout: float = 240) -> dict[str, Any]:
+def run_checks(source: str, enable: dict[str, Any] | None, timeout: float = 240,
+               real: bool = False) -> dict[str, Any]:
     """Run every ``check_<name>()`` defined in ``source`` in one child process.
 
     ``enable``: keyword arguments for torch_mspti.sim.enable() run first (None: not enabled).
+    ``real``: run on a real Ascend NPU instead (imports torch_npu; tests marked ``npu``), with
+    torch_npu's task queue off so that launches happen inside their ops and can be linked.
     Returns {name: {"ok": bool, "value"|"error": ...}}.
     """
     source = textwrap.dedent(source)
     names = [line.split("check_", 1)[1].split("(", 1)[0]
              for line in source.splitlines() if line.startswith("def check_")]
     preamble = "import torch\n"
-    if enable is not None:
+    if real:
+        preamble = "import os\nos.environ['TASK_QUEUE_ENABLE'] = '0'\nimport torch, torch_npu, torch_mspti\n"
+    elif enable is not None:
         preamble += f"import torch_mspti.sim as sim\nsim.enable(**{enable!r})\n"
     code = preamble + source + f"\nCHECKS = {names!r}\n" + _RUNNER
     proc = run_child(code, timeout=timeout)

@@ -50,4 +50,37 @@ RegistrationStatus registrationStatus() {
 
 std::string privateUse1BackendName() { return c10::get_privateuse1_backend(); }
 
+namespace {
+// Stands in for another vendor's PrivateUse1 profiler: configured, never collects.
+class ForeignProfiler : public libkineto::IActivityProfiler {
+ public:
+  const std::string& name() const override { return name_; }
+  const std::set<libkineto::ActivityType>& availableActivities() const override { return types_; }
+  std::unique_ptr<libkineto::IActivityProfilerSession> configure(const std::set<libkineto::ActivityType>&,
+                                                                 const libkineto::Config&) override {
+    return nullptr;
+  }
+  std::unique_ptr<libkineto::IActivityProfilerSession> configure(int64_t, int64_t,
+                                                                 const std::set<libkineto::ActivityType>&,
+                                                                 const libkineto::Config&) override {
+    return nullptr;
+  }
+
+ private:
+  const std::string name_ = "foreign_for_testing";
+  const std::set<libkineto::ActivityType> types_;
+};
+}  // namespace
+
+void registerForeignProfilerForTesting() {
+  torch::profiler::impl::PrivateUse1ProfilerRegistry::instance().registerFactory(
+      []() -> std::unique_ptr<libkineto::IActivityProfiler> { return std::make_unique<ForeignProfiler>(); });
+}
+
+void resetRegistrationForTesting() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  gDone = false;
+  gStatus = RegistrationStatus{};
+}
+
 }  // namespace torch_mspti

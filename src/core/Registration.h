@@ -28,4 +28,9 @@ RegistrationStatus registrationStatus();
 // The PrivateUse1 backend name ("privateuseone" when never renamed).
 std::string privateUse1BackendName();
 
+// Tests only: put a do-nothing PrivateUse1 profiler factory into torch's registry (standing in
+// for torch_npu's), and forget our own registration outcome so registerProfiler() runs again.
+void registerForeignProfilerForTesting();
+void resetRegistrationForTesting();
+
 }  // namespace torch_mspti

@@ -81,7 +81,7 @@ void CompletionDispatcher::waitForWorkers() {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     // Without a manager thread nobody would empty the queue; FlushAll has taken it already.
-    cv_.wait(lock, [&] { return (queue_.empty() || !started_) && inFlight_ == 0; });
+    cv_.wait(lock, [&] { return (queue_.empty() || !started_) && inFlight_ == 0 && reaping_ == 0; });
     joinable.splice(joinable.end(), workers_);
   }
   for (Worker& worker : joinable) {
@@ -149,11 +149,14 @@ void CompletionDispatcher::managerLoop() {
       it = next;
     }
     if (!finished.empty()) {
+      reaping_ += finished.size();
       lock.unlock();
       for (Worker& worker : finished) {
         worker.thread.join();
       }
       lock.lock();
+      reaping_ -= finished.size();
+      cv_.notify_all();
     }
   }
 }

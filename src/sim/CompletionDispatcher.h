@@ -50,7 +50,8 @@ class CompletionDispatcher {
   std::deque<ActivityBuffer> takeQueued();
   // Calls the complete callback on the calling thread.
   void deliver(const ActivityBuffer& buffer, CallbackContext context);
-  // Blocks until no buffer is queued or being delivered by a worker, then joins the workers.
+  // Blocks until no buffer is queued or being delivered by a worker, then joins the workers
+  // (including any the manager thread is joining), so none is left when FlushAll returns.
   void waitForWorkers();
   // Wake-up period of the ActivityManager thread in ms (0: only when notified).
   void setFlushPeriodMs(uint32_t periodMs);
@@ -74,6 +75,7 @@ class CompletionDispatcher {
   std::deque<ActivityBuffer> queue_;
   size_t inFlight_ = 0;  // buffers taken by the manager whose completion has not returned yet
   std::list<Worker> workers_;
+  size_t reaping_ = 0;  // finished workers the manager is joining outside mutex_
   bool reapPending_ = false;
   bool started_ = false;
   uint32_t flushPeriodMs_ = 0;

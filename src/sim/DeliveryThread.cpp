@@ -43,9 +43,11 @@ size_t DeliveryThread::pullEnded(uint64_t nowNs) {
       queue_.push(kernel);
     }
     writing_ = !ended.empty();
+    inHand_.fetch_add(ended.size());
   }
   for (const PendingKernel& kernel : ended) {
     sink_(kernel);
+    inHand_.fetch_sub(1);
   }
   if (!ended.empty()) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -66,7 +68,7 @@ size_t DeliveryThread::discardAll() {
 
 size_t DeliveryThread::pending() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return queue_.size();
+  return queue_.size() + inHand_.load();
 }
 
 void DeliveryThread::run() {
@@ -89,9 +91,11 @@ void DeliveryThread::run() {
       queue_.pop();
     }
     writing_ = true;
+    inHand_.fetch_add(batch.size());
     lock.unlock();
     for (const PendingKernel& kernel : batch) {
       sink_(kernel);
+      inHand_.fetch_sub(1);
     }
     lock.lock();
     writing_ = false;

@@ -7,6 +7,7 @@
 // called from a non-launch thread, as with the real reader.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +43,7 @@ class DeliveryThread {
   size_t pullEnded(uint64_t nowNs);
   // Device tasks stopped: forgets every scheduled record. Returns how many were forgotten.
   size_t discardAll();
+  // Scheduled records not written or dropped yet (including a batch being written).
   size_t pending() const;
 
  private:
@@ -60,6 +62,8 @@ class DeliveryThread {
   uint64_t nextSequence_ = 0;
   bool started_ = false;
   bool writing_ = false;  // the reader is handing a batch to the sink, outside mutex_
+  // Records taken out of queue_ but not yet through the sink: still "pending" for the stats.
+  std::atomic<size_t> inHand_{0};
 };
 
 }  // namespace torch_mspti::sim

@@ -70,5 +70,19 @@ def _register() -> str:
 
 #: One line saying which profiler serves PrivateUse1 traces in this process.
 registration_message: str = _register()
-if _os.environ.get("TORCH_MSPTI_VERBOSE", "") not in ("", "0"):
-    print(registration_message)
+
+
+def _announce() -> None:
+    # Said once per process: a warning when another PrivateUse1 profiler is involved (ours
+    # replaced it, or it keeps serving), otherwise an INFO log record.
+    if _C.plugin_report()["other_profiler"]:
+        import warnings
+
+        warnings.warn(registration_message, stacklevel=3)
+    else:
+        import logging
+
+        logging.getLogger("torch_mspti").info(registration_message)
+
+
+_announce()

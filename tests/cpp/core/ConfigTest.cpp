@@ -45,8 +45,11 @@ class ConfigTest : public ::testing::Test {
 TEST_F(ConfigTest, TheIntTableCoversEverySetting) {
   std::set<std::string> specified;
   for (const auto& c : kInts) specified.insert(c.name);
-  for (const auto& s : Config::instance().settings())
-    if (s.type == "int") EXPECT_TRUE(specified.count(s.name)) << "setting " << s.name << " has no range test";
+  for (const auto& s : Config::instance().settings()) {
+    if (s.type == "int") {
+      EXPECT_TRUE(specified.count(s.name)) << "setting " << s.name << " has no range test";
+    }
+  }
 }
 
 TEST_F(ConfigTest, DefaultsWithoutEnvironment) {

