@@ -114,5 +114,6 @@ def cann_status(environ: Mapping[str, str] = os.environ) -> tuple[bool, str]:
     """Whether ``cann`` tests can run (a real libmspti.so exists). Returns (ok, reason)."""
     path = find_real_libmspti(environ)
     if path is None:
-        return False, "needs a real libmspti.so (CANN): none under ASCEND_HOME_PATH, /usr/local/Ascend or LD_LIBRARY_PATH"
+        where = "ASCEND_HOME_PATH, /usr/local/Ascend or LD_LIBRARY_PATH"
+        return False, f"needs a real libmspti.so (CANN): none under {where}"
     return True, f"libmspti.so at {path}"

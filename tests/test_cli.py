@@ -304,6 +304,6 @@ def test_demo_dispatches_to_the_simulator_and_returns_its_code(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch_mspti.sim.demo", demo)
     argv = ["demo", "--workload", "mlp", "--steps", "4", "--size", "64", "--out", "t.json", "--device", "sim"]
     assert main(argv) == 3
-    assert calls == [{"workload": "mlp", "steps": 4, "size": 64, "out": "t.json", "device": "sim"}]
+    assert calls == [{"workload": "mlp", "steps": 4, "size": 64, "out": "t.json", "device": "sim", "launch_mode": "direct"}]
     assert main(["demo"]) == 3
-    assert calls[-1] == {"workload": "phases", "device": "auto"}
+    assert calls[-1] == {"workload": "phases", "device": "auto", "launch_mode": "direct"}

@@ -92,7 +92,8 @@ def test_mismatching_sdk_fails_and_names_each_mismatch(tmp_path):
     include = make_fake_sdk(root, layout="include/mspti")
     activity = include / "mspti_activity.h"
     # A field moved: two bytes inserted before msptiActivityKernel.correlationId.
-    edit(activity, "  uint64_t correlationId;  // shared with", "  uint16_t reserved;\n  uint64_t correlationId;  // shared with")
+    kernel_field = "  uint64_t correlationId;  // shared with"
+    edit(activity, kernel_field, "  uint16_t reserved;\n" + kernel_field)
     # An enum value changed.
     edit(activity, "MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION = 8,", "MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION = 18,")
     configure, built = configure_and_check(tmp_path, cann_home=None, env_home=root)
@@ -116,7 +117,8 @@ def test_older_sdk_without_optional_declarations_passes_with_a_note(tmp_path):
         text = activity.read_text()
         activity.write_text(re.sub(rf"\n\s*MSPTI_ACTIVITY_KIND_{kind},[^\n]*", "", text, count=1))
     text = activity.read_text()
-    start = text.index("typedef struct PACKED_ALIGNMENT {\n  msptiActivityKind kind;  // MSPTI_ACTIVITY_KIND_COMMUNICATION")
+    header = "typedef struct PACKED_ALIGNMENT {\n  msptiActivityKind kind;  // MSPTI_ACTIVITY_KIND_COMMUNICATION"
+    start = text.index(header)
     end = text.index("} msptiActivityCommunication;") + len("} msptiActivityCommunication;")
     activity.write_text(text[:start] + text[end:])
     _, built = configure_and_check(tmp_path, cann_home=root, env_home=None)

@@ -35,8 +35,15 @@ class ActivitySwitches {
     return isValidKind(kind) && switches_[static_cast<size_t>(kind)].load(std::memory_order_acquire);
   }
 
+  // Whether the KERNEL device tasks (driver channel readers) run. MSPTI starts them when KERNEL
+  // is enabled on a subscribed process and Unsubscribe stops them; Subscribe alone does not
+  // restart them, so enabling before subscribing collects no kernel (mspti.md 2.3, 5.6).
+  void setKernelTasksRunning(bool running) { kernelTasks_.store(running, std::memory_order_release); }
+  bool kernelTasksRunning() const { return kernelTasks_.load(std::memory_order_acquire); }
+
  private:
   std::array<std::atomic<bool>, MSPTI_ACTIVITY_KIND_COUNT> switches_{};
+  std::atomic<bool> kernelTasks_{false};
 };
 
 }  // namespace torch_mspti::sim

@@ -54,7 +54,14 @@ uint64_t KernelLauncher::launch(const char* name, const char* type, uint32_t dev
   const std::vector<KernelSlot> slots = ctx_.timeline.place(device, stream, earliestStart, durationNs, count);
   SimCounters::add(ctx_.counters.kernelsLaunched, count);
 
-  if (correlationId != MSPTI_INVALID_CORRELATION_ID) {
+  // No device task reads the channel: the device's data never reaches MSPTI (counted as dropped
+  // here so that a test can tell).
+  const bool deviceReports =
+      ctx_.switches.kernelTasksRunning() || !ctx_.options.flag(Option::kEnableAfterSubscribe);
+  if (correlationId != MSPTI_INVALID_CORRELATION_ID && !deviceReports) {
+    SimCounters::add(ctx_.counters.recordsDropped, slots.size());
+  }
+  if (correlationId != MSPTI_INVALID_CORRELATION_ID && deviceReports) {
     const uint64_t delay = static_cast<uint64_t>(ctx_.options.get(Option::kDeliveryDelayNs));
     const uint32_t physical = ctx_.environment.physicalDevice(device);
     std::vector<PendingKernel> pending;

@@ -23,6 +23,16 @@ msptiResult guarded(Fn&& fn) {
   }
 }
 
+// The raw 32-bit value of an enum argument. A C caller may pass any int (say -1), which is
+// outside the C++ enum's value range: reading it through the enum type would be undefined.
+template <typename Enum>
+int32_t rawValue(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int32_t));
+  int32_t raw;
+  std::memcpy(&raw, &value, sizeof(raw));
+  return raw;
+}
+
 }  // namespace
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiSubscribe(msptiSubscriberHandle* subscriber, msptiCallbackFunc callback,
@@ -42,15 +52,15 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityRegisterCallbacks(msptiBuffersCa
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityEnable(msptiActivityKind kind) {
-  return guarded([&] { return sim::Simulator::instance().enable(static_cast<int>(kind)); });
+  return guarded([&] { return sim::Simulator::instance().enable(rawValue(kind)); });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityDisable(msptiActivityKind kind) {
-  return guarded([&] { return sim::Simulator::instance().disable(static_cast<int>(kind)); });
+  return guarded([&] { return sim::Simulator::instance().disable(rawValue(kind)); });
 }
 
 TORCH_MSPTI_SIM_EXPORT bool msptiActivityIsEnabled(msptiActivityKind kind) {
-  return sim::Simulator::instance().isEnabled(static_cast<int>(kind));
+  return sim::Simulator::instance().isEnabled(rawValue(kind));
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityGetNextRecord(uint8_t* buffer, size_t validBufferSizeBytes,
@@ -89,13 +99,13 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityFlushPeriod(uint32_t time) {
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPushExternalCorrelationId(msptiExternalCorrelationKind kind,
                                                                           uint64_t id) {
   return guarded([&] {
-    return sim::Simulator::instance().pushExternalCorrelationId(static_cast<uint32_t>(kind), id);
+    return sim::Simulator::instance().pushExternalCorrelationId(static_cast<uint32_t>(rawValue(kind)), id);
   });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPopExternalCorrelationId(msptiExternalCorrelationKind kind,
                                                                          uint64_t* lastId) {
   return guarded([&] {
-    return sim::Simulator::instance().popExternalCorrelationId(static_cast<uint32_t>(kind), lastId);
+    return sim::Simulator::instance().popExternalCorrelationId(static_cast<uint32_t>(rawValue(kind)), lastId);
   });
 }

@@ -34,6 +34,7 @@ const std::array<OptionSpec, static_cast<size_t>(Option::kCount)>& SimOptions::s
       {"drop_after_disable", 1, 0, 1},
       {"per_thread_stacks", 0, 0, 1},
       {"buffer_threshold_pct", 80, 1, 100},
+      {"require_enable_after_subscribe", 1, 0, 1},
   }};
   return kSpecs;
 }

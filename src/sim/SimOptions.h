@@ -16,6 +16,7 @@ enum class Option : size_t {
   kDropAfterDisable,    // records due while KERNEL is disabled are discarded (parser stopped)
   kPerThreadStacks,     // external-correlation stacks per thread (NOT the real behaviour, 5.4)
   kBufferThresholdPct,  // current buffer is queued once this full (ACTIVITY_BUFFER_THRESHOLD 0.8)
+  kEnableAfterSubscribe,  // kernel device tasks start only at Enable(KERNEL) while subscribed (5.6)
   kCount
 };
 

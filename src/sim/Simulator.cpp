@@ -40,6 +40,7 @@ msptiResult Simulator::unsubscribe(msptiSubscriberHandle handle) {
   // Stops the device tasks: records the device has not reported yet are lost. No buffer is
   // delivered; FlushAll is still needed afterwards (mspti.md 2.2, 5.6).
   return subscriber_.unsubscribe(handle, [this] {
+    switches_.setKernelTasksRunning(false);
     SimCounters::add(counters_.recordsDropped, delivery_.discardAll());
   });
 }
@@ -52,6 +53,9 @@ msptiResult Simulator::enable(int kind) {
     return MSPTI_ERROR_WITHOUT_LD_PRELOAD;
   }
   switches_.set(kind, true);
+  if (kind == MSPTI_ACTIVITY_KIND_KERNEL && subscriber_.active()) {
+    switches_.setKernelTasksRunning(true);
+  }
   return MSPTI_SUCCESS;
 }
 
@@ -75,6 +79,9 @@ msptiResult Simulator::disable(int kind) {
   }
   // Then the parser stops and the switch is cleared.
   switches_.set(kind, false);
+  if (kind == MSPTI_ACTIVITY_KIND_KERNEL) {
+    switches_.setKernelTasksRunning(false);
+  }
   return MSPTI_SUCCESS;
 }
 

@@ -62,6 +62,11 @@ uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
 //   "per_thread_stacks"    1: external-correlation stacks per thread; 0: one process-global
 //                          stack per kind, as the real library (0)
 //   "buffer_threshold_pct" fill level at which the current buffer is queued (80)
+//   "require_enable_after_subscribe"  (added by the simulator) 1: KERNEL records flow only if
+//                          KERNEL was enabled while subscribed: MSPTI starts the device tasks in
+//                          Enable, Unsubscribe stops them and Subscribe does not restart them
+//                          (mspti.md 5.6), so Enable-then-Subscribe yields ids, external and API
+//                          records but no kernel records (counted as dropped); 0: lenient (1)
 // Returns 0 on success, -1 for an unknown key or an out-of-range value.
 int msptiSimSetOption(const char* key, int64_t value);
 // Returns the value, or INT64_MIN for an unknown key.

@@ -102,16 +102,39 @@ TEST_F(DisableUnsubscribeTest, UnsubscribeDropsPendingRecordsAndDeliversNothing)
   EXPECT_EQ(after.buffers_completed, before.buffers_completed);
   EXPECT_TRUE(collector_.delivered().empty());
   // The callbacks stay registered: a new subscription records into the same collector, and
-  // nothing launched under the old one reappears.
+  // nothing launched under the old one reappears. Subscribe does not restart the device tasks:
+  // until KERNEL is enabled again, launches get ids but no kernel records (mspti.md 5.6).
   subscribe();
   ASSERT_EQ(api_.setOption("delivery_delay_ns", 1'000'000), 0);
+  EXPECT_GT(api_.launchKernel("orphan", nullptr, 0, 0, 1000), 0u);
+  enable({MSPTI_ACTIVITY_KIND_KERNEL});
   api_.launchKernel("fresh", nullptr, 0, 0, 1000);
   api_.synchronize(0);
   ASSERT_TRUE(waitForStats([](const msptiSimStats& s) { return s.records_pending == 0; }));
   const Records records = flushAndDecode();
-  EXPECT_EQ(records.apis.size(), 2u);
+  EXPECT_EQ(records.apis.size(), 3u);
   ASSERT_EQ(records.kernels.size(), 1u);
   EXPECT_EQ(records.kernels[0].name, "fresh");
+}
+
+TEST_F(DisableUnsubscribeTest, EnablingBeforeSubscribingCollectsNoKernels) {
+  enable({MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_RUNTIME_API});
+  subscribe();
+  const auto before = api_.stats();
+  const uint64_t id = api_.launchKernel("k", nullptr, 0, 0, 1000);
+  EXPECT_GT(id, 0u);  // the host side still mints ids and reports the API
+  EXPECT_EQ(api_.stats().records_pending, 0u);
+  EXPECT_EQ(api_.stats().records_dropped - before.records_dropped, 1u);
+  Records records = flushAndDecode();
+  EXPECT_EQ(records.apis.size(), 1u);
+  EXPECT_TRUE(records.kernels.empty());
+  // Lenient mode, for tests that do not care about the order.
+  ASSERT_EQ(api_.setOption("require_enable_after_subscribe", 0), 0);
+  api_.launchKernel("k", nullptr, 0, 0, 1000);
+  api_.synchronize(0);
+  ASSERT_TRUE(waitForStats([](const msptiSimStats& s) { return s.records_pending == 0; }));
+  records = flushAndDecode();
+  EXPECT_EQ(records.kernels.size(), 1u);
 }
 
 TEST_F(DisableUnsubscribeTest, DisableFromAFlushAllCompletionCallbackAborts) {
