@@ -2,6 +2,9 @@
 //
 // MSPTI's name/type pointers refer to its own caches; we copy each distinct string once and keep
 // it for the life of the process, so records and activities can share one copy.
+// The copy is made safe for kineto's Chrome JSON writer, which writes names and quoted metadata
+// without escaping them: '"' becomes '\'', '\\' becomes '/', and control characters become
+// spaces (and at most 4096 bytes are read). Every other byte is kept as MSPTI gave it.
 // Thread-safety: intern() takes a lock; call it once per distinct pointer per buffer (see
 // NameCache), not once per record.
 #pragma once
