@@ -55,7 +55,7 @@ TEST_F(DisableUnsubscribeTest, DisableOfCommunicationAlsoFlushesTheSocLogChannel
 }
 
 TEST_F(DisableUnsubscribeTest, WithoutPullsRecordsDueAfterDisableAreDropped) {
-  ASSERT_EQ(api_.setOption("delivery_delay_ns", 40'000'000), 0);
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 150'000'000), 0);
   ASSERT_EQ(api_.setOption("disable_pulls", 0), 0);
   ASSERT_EQ(api_.setOption("driver_flush_ns", 500'000'000), 0);  // unused without pulls
   subscribe();
