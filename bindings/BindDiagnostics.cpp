@@ -19,37 +19,6 @@ namespace {
 
 nb::object strOrNone(const std::string& s) { return s.empty() ? nb::none() : nb::object(nb::str(s.c_str())); }
 
-nb::dict counters(const SessionCounters& c) {
-  nb::dict d, byKind, buffers;
-  for (int i = 1; i < MSPTI_ACTIVITY_KIND_COUNT; ++i)
-    if (c.recordsByKind[i]) byKind[kindName(static_cast<msptiActivityKind>(i))] = c.recordsByKind[i];
-  d["records_by_kind"] = byKind;
-  d["records"] = c.records();
-  d["kernels"] = c.kernels;
-  d["linked_kernels"] = c.linkedKernels;
-  d["link_ratio"] = c.kernels ? nb::object(nb::float_(double(c.linkedKernels) / double(c.kernels))) : nb::none();
-  d["unlinked_kernels"] = c.unlinkedKernels;
-  d["out_of_window"] = c.outOfWindow;
-  d["invalid_timing"] = c.invalidTiming;
-  d["duplicates"] = c.duplicates;
-  d["mislinks_rejected"] = c.mislinksRejected;
-  d["api_time_untrusted"] = c.apiTimeUntrusted;
-  d["link_target_missing"] = c.linkTargetMissing;
-  buffers["requested"] = c.buffersRequested;
-  buffers["completed"] = c.buffersCompleted;
-  buffers["declined"] = c.buffersDeclined;
-  buffers["null_completions"] = c.nullCompletions;
-  buffers["abandoned"] = c.abandonedBuffers;
-  buffers["abandoned_bytes"] = c.abandonedBytes;
-  d["buffers"] = buffers;
-  d["records_dropped"] = c.outOfWindow + c.invalidTiming + c.duplicates;
-  d["orphan_records"] = c.orphanRecords;
-  d["correlation_errors"] = c.correlationErrors;
-  d["correlation_overflow"] = c.correlationOverflow;
-  d["unbalanced_at_stop"] = c.unbalancedAtStop;
-  return d;
-}
-
 nb::dict library(bool load) {
   MsptiLibrary& lib = MsptiLibrary::instance();
   if (load) lib.ensureLoaded();
@@ -139,36 +108,10 @@ void bindDiagnostics(nb::module_& m) {
       },
       "Registration and usage facts of the plugin as a dict.");
 
-  m.def(
-      "session_report",
-      [] {
-        nb::dict out;
-        auto last = StatsRegistry::instance().last();
-        if (!last) {
-          out["last_session"] = nb::none();
-        } else {
-          nb::dict s = counters(last->counters);
-          s["state"] = last->state;
-          s["errors"] = last->errors;
-          if (last->drain) {
-            nb::dict d;
-            d["order"] = last->drain->order;
-            d["exit_reason"] = last->drain->exitReason;
-            d["flushes"] = last->drain->flushes;
-            d["ms"] = last->drain->ms;
-            d["records_during_drain"] = last->drain->recordsDuringDrain;
-            d["pending_launches"] = last->drain->pendingLaunches;
-            d["late_records"] = last->drain->lateRecords;
-            s["drain"] = d;
-          } else {
-            s["drain"] = nb::none();
-          }
-          out["last_session"] = s;
-        }
-        out["totals"] = counters(StatsRegistry::instance().totals());
-        return out;
-      },
-      "Counters of the last profiling session and cumulative totals (dicts).");
+  m.def("session_report_json", &sessionReportJson,
+        "JSON text: {\"last_session\": {...} | null, \"totals\": {...}}: the counters of the last\n"
+        "profiling session (state, errors, records by kind, kernels, links, drops, buffers, drain)\n"
+        "and their totals over every finished session. Times in ms.");
 }
 
 }  // namespace torch_mspti::bindings

@@ -83,6 +83,7 @@ void writeCounters(JsonWriter& w, const SessionCounters& c, bool withLinks) {
   for (int i = 1; i < MSPTI_ACTIVITY_KIND_COUNT; ++i)
     if (c.recordsByKind[i]) w.value(kindName(static_cast<msptiActivityKind>(i)), c.recordsByKind[i]);
   w.endObject();
+  w.value("records", c.records());
   if (withLinks) {
     w.value("kernels", c.kernels).value("linked_kernels", c.linkedKernels);
     if (c.kernels)
@@ -122,6 +123,30 @@ void writeDrain(JsonWriter& w, const DrainStats& d) {
       .value("pending_launches", d.pendingLaunches)
       .value("late_records", d.lateRecords)
       .endObject();
+}
+
+std::string sessionReportJson() {
+  StatsRegistry& reg = StatsRegistry::instance();
+  const auto last = reg.last();
+  JsonWriter w;
+  w.beginObject();
+  if (!last) {
+    w.null("last_session");
+  } else {
+    w.beginObject("last_session").value("state", last->state);
+    w.beginArray("errors");
+    for (const auto& e : last->errors) w.value(nullptr, e);
+    w.endArray();
+    writeCounters(w, last->counters);
+    if (last->drain) writeDrain(w, *last->drain);
+    else w.null("drain");
+    w.endObject();
+  }
+  w.beginObject("totals");
+  writeCounters(w, reg.totals());
+  w.endObject();
+  w.endObject();
+  return w.str();
 }
 
 }  // namespace torch_mspti

@@ -84,5 +84,8 @@ class JsonWriter;
 // withLinks=false omits what processTrace computes (kernels, links, drops by timing/window).
 void writeCounters(JsonWriter& w, const SessionCounters& c, bool withLinks = true);
 void writeDrain(JsonWriter& w, const DrainStats& d);
+// {"last_session": {state, errors, <counters>, drain} | null, "totals": {<counters>}} as JSON:
+// the one serialisation behind torch_mspti.diagnostics().
+std::string sessionReportJson();
 
 }  // namespace torch_mspti

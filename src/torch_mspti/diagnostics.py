@@ -89,7 +89,7 @@ def diagnostics(load_library: bool = True) -> Diagnostics:
     """
     from .config import config
 
-    sessions = _C.session_report()
+    sessions = json.loads(_C.session_report_json())
     return Diagnostics(
         library=_C.library_report(load_library),
         plugin=_C.plugin_report(),
