@@ -6,7 +6,9 @@
 
 #include "Bindings.h"
 #include "MsptiActivityApi.h"
+#include "ForkGuard.h"
 #include "MsptiActivityProfiler.h"
+#include "MsptiBufferPool.h"
 #include "MsptiLibrary.h"
 #include "NameTable.h"
 #include "Registration.h"
@@ -104,6 +106,11 @@ void bindDiagnostics(nb::module_& m) {
         else
           d["last_trace_used_ours"] = p.factoryCalled.load() && p.configureCalls.load() > 0;
         d["interned_names"] = NameTable::instance().size();
+        // Leak checks: buffers MSPTI holds (0 after every drained session) and buffers kept
+        // for reuse (bounded).
+        d["buffers_outstanding"] = MsptiBufferPool::instance().outstanding();
+        d["buffers_pooled"] = MsptiBufferPool::instance().pooled();
+        d["forked_child"] = forkedFromMsptiParent();
         return d;
       },
       "Registration and usage facts of the plugin as a dict.");

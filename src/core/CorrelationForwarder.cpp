@@ -66,6 +66,13 @@ uint64_t CorrelationForwarder::disarm() {
   return popped;
 }
 
+void CorrelationForwarder::disarmAfterFork() noexcept {
+  armedGen_.store(0, std::memory_order_relaxed);
+  fns_.store(nullptr, std::memory_order_relaxed);
+  outstanding_[0].store(0, std::memory_order_relaxed);
+  outstanding_[1].store(0, std::memory_order_relaxed);
+}
+
 void CorrelationForwarder::push(Stack s, uint64_t id) noexcept {
   ThreadStacks& t = tStacks;
   if (t.depth[s] >= kMaxDepth) {

@@ -29,6 +29,10 @@ class CorrelationForwarder {
   // Stops forwarding and pops what is still outstanding. Returns how many were popped.
   uint64_t disarm();
   bool armed() const { return armedGen_.load(std::memory_order_acquire) != 0; }
+  // In a forked child (ForkGuard): stop forwarding and forget what the parent had pushed, with
+  // atomic stores only; MSPTI is never called. Entries still on this thread's stack then belong
+  // to no armed generation, so their pops are ignored.
+  void disarmAfterFork() noexcept;
 
   void push(Stack s, uint64_t id) noexcept;
   void pop(Stack s) noexcept;

@@ -7,6 +7,7 @@
 
 #include "ActivityBuilder.h"
 #include "DrainPolicy.h"
+#include "ForkGuard.h"
 #include "JsonWriter.h"
 #include "MsptiActivityApi.h"
 #include "MsptiLibrary.h"
@@ -168,6 +169,16 @@ void MsptiActivityProfilerSession::stop() {
 void MsptiActivityProfilerSession::collect() {
   armed_ = false;
   stopNs_ = nowNs();
+  if (forkedFromMsptiParent()) {
+    // Started in the parent, stopped in a forked child: MSPTI's threads and buffers are the
+    // parent's; draining here could hang on a lock held at the fork. The forwarder was disarmed
+    // by the fork handler, the parent's records are not ours: stop without calling MSPTI.
+    store_.reset();
+    fail(fmt::format("session inherited across fork() and stopped in the child without draining: {}",
+                     kForkedChildReason),
+         kForkedChildReason);
+    return;
+  }
   counters_.unbalancedAtStop += forwarder_.disarm();
   MsptiActivityApi api(MsptiLibrary::instance().functions());
   DrainInput in{&api, store_.get(), subscriber_, enabledKinds_, config_};

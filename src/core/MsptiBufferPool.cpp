@@ -26,6 +26,11 @@ PoolCounters MsptiBufferPool::counters() const {
   return {requested_.load(), completed_.load(), declined_.load(), nullCompletions_.load()};
 }
 
+size_t MsptiBufferPool::pooled() {
+  std::lock_guard<std::mutex> lock(freeMutex_);
+  return free_.size();
+}
+
 void MsptiBufferPool::onRequest(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {
   if (maxNumRecords) *maxNumRecords = 0;  // ignored by MSPTI (mspti.md 5.1)
   if (!buffer || !size) return;

@@ -38,7 +38,10 @@ class MsptiBufferPool {
   void configure(size_t bytes, size_t cap);
   void setSink(std::shared_ptr<RecordStore> sink);
   PoolCounters counters() const;
+  // Buffers handed to MSPTI and not yet completed (0 once every session has drained).
   size_t outstanding() const { return outstanding_.load(std::memory_order_relaxed); }
+  // Buffers kept for reuse (at most a handful, see MsptiBufferPool.cpp).
+  size_t pooled();
 
   static void onRequest(uint8_t** buffer, size_t* size, size_t* maxNumRecords);
   static void onComplete(uint8_t* buffer, size_t size, size_t validSize);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "Config.h"
+#include "ForkGuard.h"
 
 namespace torch_mspti {
 namespace fs = std::filesystem;
@@ -166,7 +167,13 @@ MsptiLibrary& MsptiLibrary::instance() {
 
 LibraryReport MsptiLibrary::report() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return report_;
+  LibraryReport r = report_;
+  if (forkedFromMsptiParent()) {
+    r.available = false;
+    r.reason = kForkedChildReason;
+    r.fix = kForkedChildFix;
+  }
+  return r;
 }
 
 bool MsptiLibrary::adoptHandle(void* handle, const std::string& path, const std::string& source) {
@@ -212,6 +219,7 @@ bool MsptiLibrary::adoptHandle(void* handle, const std::string& path, const std:
   fns_ = f;
   loadedPath_ = path;
   loaded_.store(true, std::memory_order_release);
+  installForkGuard();
   return true;
 }
 
@@ -240,6 +248,7 @@ bool MsptiLibrary::tryCandidate(const std::string& path, const std::string& sour
 }
 
 bool MsptiLibrary::ensureLoaded() {
+  if (forkedFromMsptiParent()) return false;  // MSPTI's threads did not survive the fork (ForkGuard.h)
   if (loaded()) return true;
   std::lock_guard<std::mutex> lock(mutex_);
   if (loaded()) return true;

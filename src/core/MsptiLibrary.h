@@ -65,7 +65,8 @@ class MsptiLibrary {
   static MsptiLibrary& instance();
 
   // Searches and loads once per process (later calls return the cached outcome; a failed search
-  // is retried when the configured path or the environment changed). Never throws.
+  // is retried when the configured path or the environment changed). Never throws. False in a
+  // process forked after the library was loaded (ForkGuard.h); report() then gives that reason.
   bool ensureLoaded();
   bool loaded() const { return loaded_.load(std::memory_order_acquire); }
   // Valid (and immutable) only when loaded() is true.

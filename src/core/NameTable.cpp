@@ -58,4 +58,7 @@ size_t NameTable::size() const {
   return gNames->size();
 }
 
+void NameTable::lockForFork() { gMutex.lock(); }
+void NameTable::unlockAfterFork() { gMutex.unlock(); }
+
 }  // namespace torch_mspti

@@ -22,6 +22,9 @@ class NameTable {
   // Returns a stable pointer to a copy of `s` ("unknown" for NULL). Never fails.
   const std::string* intern(const char* s);
   size_t size() const;
+  // ForkGuard: hold the table's lock across fork() (prepare), release it in parent and child.
+  void lockForFork();
+  void unlockAfterFork();
 };
 
 // A walker-local cache from MSPTI's string pointers to interned copies: within one buffer a

@@ -71,6 +71,9 @@ class StatsRegistry {
   // Outcome of the latest msptiActivityEnable per kind (capability table); -100 = never tried.
   void noteEnable(int kind, int result);
   std::vector<int> enableResults() const;
+  // ForkGuard: hold the registry's lock across fork() (prepare), release it in parent and child.
+  void lockForFork() { mutex_.lock(); }
+  void unlockAfterFork() { mutex_.unlock(); }
 
  private:
   mutable std::mutex mutex_;

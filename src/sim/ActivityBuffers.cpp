@@ -66,6 +66,14 @@ bool ActivityBuffers::record(const void* bytes, size_t size) {
   return true;
 }
 
+void ActivityBuffers::retireCurrent() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (current_ && current_->validSize > 0) {
+    dispatcher_.enqueueFull(*current_);
+    current_.reset();
+  }
+}
+
 msptiResult ActivityBuffers::flushAll() {
   if (CallbackScope::current() != CallbackContext::kNone) {
     abortOnReentry("msptiActivityFlushAll",

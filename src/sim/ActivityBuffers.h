@@ -36,6 +36,8 @@ class ActivityBuffers {
   msptiResult registerCallbacks(msptiBuffersCallbackRequestFunc request, msptiBuffersCallbackCompleteFunc complete);
   // Copies one packed record of `size` bytes. False when it was dropped (and counted).
   bool record(const void* bytes, size_t size);
+  // Queues the current buffer as full if it holds anything (fault injection: reorder_external).
+  void retireCurrent();
   msptiResult flushAll();
   msptiResult flushPeriod(uint32_t periodMs);
 

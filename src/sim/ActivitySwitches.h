@@ -6,21 +6,22 @@
 #include <atomic>
 #include <cstddef>
 
+#include "Generation.h"
 #include "mspti/mspti_activity.h"
 
 namespace torch_mspti::sim {
 
 class ActivitySwitches {
  public:
-  // Kinds 1..12 (MARKER..RUNTIME_API) are the ones Enable/Disable accept (mspti.md 2.3).
-  static bool isValidKind(int kind) {
-    return kind > MSPTI_ACTIVITY_KIND_INVALID && kind < MSPTI_ACTIVITY_KIND_COUNT;
-  }
+  // Kinds 1..12 (MARKER..RUNTIME_API) are the ones Enable/Disable accept (mspti.md 2.3); older
+  // generations stop at the last kind they knew (Generation.h).
+  static bool isValidKind(int kind) { return kind > MSPTI_ACTIVITY_KIND_INVALID && kind <= kMaxKind; }
 
-  // HCCL, MEMORY, MEMSET and MEMCPY need libmspti in LD_PRELOAD in 26.x (mspti.md 2.3, 5.5).
+  // HCCL, MEMORY, MEMSET and MEMCPY need libmspti in LD_PRELOAD in 26.x (mspti.md 2.3, 5.5);
+  // the error code did not exist before 26.0.
   static bool needsLdPreload(int kind) {
-    return kind == MSPTI_ACTIVITY_KIND_HCCL || kind == MSPTI_ACTIVITY_KIND_MEMORY ||
-           kind == MSPTI_ACTIVITY_KIND_MEMSET || kind == MSPTI_ACTIVITY_KIND_MEMCPY;
+    return kLdPreloadRule && (kind == MSPTI_ACTIVITY_KIND_HCCL || kind == MSPTI_ACTIVITY_KIND_MEMORY ||
+           kind == MSPTI_ACTIVITY_KIND_MEMSET || kind == MSPTI_ACTIVITY_KIND_MEMCPY);
   }
 
   void set(int kind, bool on) {

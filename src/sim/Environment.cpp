@@ -1,5 +1,7 @@
 #include "Environment.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -39,11 +41,24 @@ std::vector<uint32_t> parseVisibleDevices(const char* text) {
   return ids;
 }
 
+// File name (no directory) of the shared object this code was loaded from, "" if unknown.
+std::string ownFileName() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&ownFileName), &info) == 0 || info.dli_fname == nullptr) {
+    return {};
+  }
+  const std::string path(info.dli_fname);
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 }  // namespace
 
 void Environment::reload() {
   const char* preload = std::getenv("LD_PRELOAD");
-  const bool hasMspti = preload != nullptr && std::strstr(preload, "libmspti") != nullptr;
+  static const std::string own = ownFileName();
+  const bool hasMspti = preload != nullptr && (std::strstr(preload, "libmspti.so") != nullptr ||
+                                               (!own.empty() && std::strstr(preload, own.c_str()) != nullptr));
   std::vector<uint32_t> visible = parseVisibleDevices(std::getenv("ASCEND_RT_VISIBLE_DEVICES"));
   std::lock_guard<std::mutex> lock(mutex_);
   ldPreloadHasMspti_ = hasMspti;

@@ -17,8 +17,9 @@ class Environment {
 
   void reload();
 
-  // True when LD_PRELOAD contains "libmspti". The real library looks for "libmspti.so"; the
-  // simulator accepts the shorter substring so that preloading libmspti_sim.so qualifies.
+  // True when LD_PRELOAD contains "libmspti.so" (the real library's test) or this simulator's own
+  // file name (e.g. "libmspti_sim_26_0.so"), so that preloading the simulator itself qualifies
+  // while preloading a different simulator build does not.
   bool ldPreloadHasMspti() const;
 
   // Physical id of logical device `logical`: the logical-th entry of ASCEND_RT_VISIBLE_DEVICES,

@@ -43,11 +43,16 @@ uint64_t KernelLauncher::launch(const char* name, const char* type, uint32_t dev
     // One id per launch task, process-wide, from 1, never reset (mspti.md 4).
     correlationId = nextCorrelationId_.fetch_add(1, std::memory_order_relaxed);
     threadCurrentId() = correlationId;
+  }
+  const bool externalOn =
+      correlationId != MSPTI_INVALID_CORRELATION_ID && ctx_.switches.isOn(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  const bool neverDeliver = ctx_.options.flag(Option::kNeverDeliver);
+  // Fault injection: hold the external records back and write them with the first kernel.
+  const bool reorderExternal = externalOn && ctx_.options.get(Option::kReorderExternal) != 0 && !neverDeliver;
+  if (externalOn && !reorderExternal) {
     // Written at launch, so normally before (and possibly in an earlier buffer than) the kernel
     // record, which only appears once the device reports (mspti.md 5.4).
-    if (ctx_.switches.isOn(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) {
-      writeExternalCorrelations(correlationId);
-    }
+    writeExternalCorrelations(correlationId);
   }
 
   const uint64_t earliestStart = realtimeNs() + static_cast<uint64_t>(ctx_.options.get(Option::kLaunchLatencyNs));
@@ -58,10 +63,10 @@ uint64_t KernelLauncher::launch(const char* name, const char* type, uint32_t dev
   // here so that a test can tell).
   const bool deviceReports =
       ctx_.switches.kernelTasksRunning() || !ctx_.options.flag(Option::kEnableAfterSubscribe);
-  if (correlationId != MSPTI_INVALID_CORRELATION_ID && !deviceReports) {
+  if (correlationId != MSPTI_INVALID_CORRELATION_ID && (!deviceReports || neverDeliver)) {
     SimCounters::add(ctx_.counters.recordsDropped, slots.size());
   }
-  if (correlationId != MSPTI_INVALID_CORRELATION_ID && deviceReports) {
+  if (correlationId != MSPTI_INVALID_CORRELATION_ID && deviceReports && !neverDeliver) {
     const uint64_t delay = static_cast<uint64_t>(ctx_.options.get(Option::kDeliveryDelayNs));
     const uint32_t physical = ctx_.environment.physicalDevice(device);
     std::vector<PendingKernel> pending;
@@ -80,6 +85,16 @@ uint64_t KernelLauncher::launch(const char* name, const char* type, uint32_t dev
       kernel.record.name = kernelName;
       pending.push_back(kernel);
     }
+    if (reorderExternal && !pending.empty()) {
+      PendingKernel& first = pending.front();
+      for (const auto& [kind, top] : ctx_.externalCorrelation.tops(ctx_.options.flag(Option::kPerThreadStacks))) {
+        if (first.externalCount < PendingKernel::kMaxExternals) {
+          first.externalKinds[first.externalCount] = kind;
+          first.externalIds[first.externalCount] = top;
+          ++first.externalCount;
+        }
+      }
+    }
     ctx_.delivery.schedule(std::move(pending));
   }
 
@@ -94,14 +109,18 @@ void KernelLauncher::writeExternalCorrelations(uint64_t correlationId) {
   const bool perThread = ctx_.options.flag(Option::kPerThreadStacks);
   // One record per kind whose stack is non-empty, externalId = its top (mspti.md 5.4).
   for (const auto& [kind, top] : ctx_.externalCorrelation.tops(perThread)) {
-    msptiActivityExternalCorrelation record{};
-    record.kind = MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-    record.externalKind = static_cast<msptiExternalCorrelationKind>(kind);
-    record.externalId = top;
-    record.correlationId = correlationId;
-    if (ctx_.buffers.record(&record, sizeof(record))) {
-      SimCounters::add(ctx_.counters.externalRecords);
-    }
+    writeExternalRecord(kind, top, correlationId);
+  }
+}
+
+void KernelLauncher::writeExternalRecord(uint32_t kind, uint64_t externalId, uint64_t correlationId) {
+  msptiActivityExternalCorrelation record{};
+  record.kind = MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  record.externalKind = static_cast<msptiExternalCorrelationKind>(kind);
+  record.externalId = externalId;
+  record.correlationId = correlationId;
+  if (ctx_.buffers.record(&record, sizeof(record))) {
+    SimCounters::add(ctx_.counters.externalRecords);
   }
 }
 
@@ -140,8 +159,42 @@ void KernelLauncher::writeKernelRecord(const PendingKernel& kernel) {
     SimCounters::add(ctx_.counters.recordsDropped);
     return;
   }
-  if (ctx_.buffers.record(&kernel.record, sizeof(kernel.record))) {
-    SimCounters::add(ctx_.counters.kernelRecords);
+  // Fault injection: the record as a faulty driver or parser would write it.
+  const uint64_t nth = kernelWrites_.fetch_add(1, std::memory_order_relaxed) + 1;
+  msptiActivityKernel record = kernel.record;
+  const auto badEvery = static_cast<uint64_t>(ctx_.options.get(Option::kBadTimingEvery));
+  if (badEvery != 0 && nth % badEvery == 0) {
+    if ((nth / badEvery) % 2 == 1) {
+      record.start = 0;  // zero timing
+      record.end = 0;
+    } else {
+      record.start = kernel.record.end;  // inverted timing
+      record.end = kernel.record.start;
+    }
+  }
+  const auto unknownEvery = static_cast<uint64_t>(ctx_.options.get(Option::kUnknownKindEvery));
+  if (unknownEvery != 0 && nth % unknownEvery == 0) {
+    // A record no MSPTI generation knows: a reader cannot size it, so nothing after it in that
+    // buffer can be walked (mspti.md 2.3: GetNextRecord answers INNER).
+    uint8_t unknown[sizeof(msptiActivityKernel)] = {};
+    const int32_t kind = 99;
+    std::memcpy(unknown, &kind, sizeof(kind));
+    ctx_.buffers.record(unknown, sizeof(unknown));
+  }
+  const int copies = ctx_.options.flag(Option::kDuplicateKernelRecords) ? 2 : 1;
+  for (int i = 0; i < copies; ++i) {
+    if (ctx_.buffers.record(&record, sizeof(record))) {
+      SimCounters::add(ctx_.counters.kernelRecords);
+    }
+  }
+  if (kernel.externalCount > 0) {
+    // reorder_external: after the kernel record, and with 2 in a later buffer than it.
+    if (ctx_.options.get(Option::kReorderExternal) == 2) {
+      ctx_.buffers.retireCurrent();
+    }
+    for (int i = 0; i < kernel.externalCount; ++i) {
+      writeExternalRecord(kernel.externalKinds[i], kernel.externalIds[i], kernel.record.correlationId);
+    }
   }
 }
 

@@ -46,6 +46,7 @@ class KernelLauncher {
 
  private:
   void writeExternalCorrelations(uint64_t correlationId);
+  void writeExternalRecord(uint32_t kind, uint64_t externalId, uint64_t correlationId);
   void writeApiRecord(uint64_t hostStartNs);
 
   // The calling thread's "current" correlation id (MSPTI ContextManager, mspti.md 4): set by
@@ -54,6 +55,7 @@ class KernelLauncher {
 
   LaunchContext ctx_;
   std::atomic<uint64_t> nextCorrelationId_{1};
+  std::atomic<uint64_t> kernelWrites_{0};  // KERNEL records written (fault-injection cadence)
 };
 
 }  // namespace torch_mspti::sim

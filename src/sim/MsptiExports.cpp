@@ -1,12 +1,17 @@
-// The MSPTI C ABI exported by libmspti_sim.so (declared in third_party/mspti/include/mspti/),
-// the 26.1 generation: kinds 1..12, MSPTI_ERROR_WITHOUT_LD_PRELOAD and msptiActivityIsEnabled.
-// Each entry point's real semantics are listed in src/sim/README.md.
+// The MSPTI C ABI exported by libmspti_sim*.so (declared in third_party/mspti/include/mspti/).
+// The default build is the 26.1 generation (kinds 1..12, MSPTI_ERROR_WITHOUT_LD_PRELOAD and
+// msptiActivityIsEnabled); older generations (Generation.h) compile without the entry points they
+// lacked. Each entry point's real semantics are listed in src/sim/README.md.
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "Export.h"
+#include "Generation.h"
 #include "RecordSizes.h"
 #include "Simulator.h"
 #include "mspti/mspti.h"
+#include "mspti_sim.h"
 
 namespace sim = torch_mspti::sim;
 
@@ -20,6 +25,14 @@ msptiResult guarded(Fn&& fn) {
     return fn();
   } catch (...) {
     return MSPTI_ERROR_INNER;
+  }
+}
+
+// Fault injection (option throw_in): the entry point throws, as the real one can when a CANN
+// dependency is missing (mspti.md 2, 6 item 7). Thrown before any state changes.
+void throwIfInjected(int64_t bit, const char* api) {
+  if ((sim::Simulator::instance().options().get(sim::Option::kThrowIn) & bit) != 0) {
+    throw std::runtime_error(std::string("libmspti_sim: injected exception in ") + api);
   }
 }
 
@@ -37,31 +50,38 @@ int32_t rawValue(const Enum& value) {
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiSubscribe(msptiSubscriberHandle* subscriber, msptiCallbackFunc callback,
                                                   void* userdata) {
+  throwIfInjected(MSPTI_SIM_THROW_SUBSCRIBE, "msptiSubscribe");
   return guarded([&] { return sim::Simulator::instance().subscribe(subscriber, callback, userdata); });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiUnsubscribe(msptiSubscriberHandle subscriber) {
+  throwIfInjected(MSPTI_SIM_THROW_UNSUBSCRIBE, "msptiUnsubscribe");
   return guarded([&] { return sim::Simulator::instance().unsubscribe(subscriber); });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityRegisterCallbacks(msptiBuffersCallbackRequestFunc funcBufferRequested,
                                                                   msptiBuffersCallbackCompleteFunc funcBufferCompleted) {
+  throwIfInjected(MSPTI_SIM_THROW_REGISTER_CALLBACKS, "msptiActivityRegisterCallbacks");
   return guarded([&] {
     return sim::Simulator::instance().buffers().registerCallbacks(funcBufferRequested, funcBufferCompleted);
   });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityEnable(msptiActivityKind kind) {
+  throwIfInjected(MSPTI_SIM_THROW_ENABLE, "msptiActivityEnable");
   return guarded([&] { return sim::Simulator::instance().enable(rawValue(kind)); });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityDisable(msptiActivityKind kind) {
+  throwIfInjected(MSPTI_SIM_THROW_DISABLE, "msptiActivityDisable");
   return guarded([&] { return sim::Simulator::instance().disable(rawValue(kind)); });
 }
 
+#if TORCH_MSPTI_SIM_HAS_IS_ENABLED
 TORCH_MSPTI_SIM_EXPORT bool msptiActivityIsEnabled(msptiActivityKind kind) {
   return sim::Simulator::instance().isEnabled(rawValue(kind));
 }
+#endif
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityGetNextRecord(uint8_t* buffer, size_t validBufferSizeBytes,
                                                               msptiActivity** record) {
@@ -89,15 +109,20 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityGetNextRecord(uint8_t* buffer, s
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityFlushAll(uint32_t flag) {
   (void)flag;  // ignored by MSPTI (mspti.md 2.3)
+  throwIfInjected(MSPTI_SIM_THROW_FLUSH_ALL, "msptiActivityFlushAll");
   return guarded([&] { return sim::Simulator::instance().buffers().flushAll(); });
 }
 
+#if TORCH_MSPTI_SIM_HAS_FLUSH_PERIOD
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityFlushPeriod(uint32_t time) {
   return guarded([&] { return sim::Simulator::instance().buffers().flushPeriod(time); });
 }
+#endif
 
+#if TORCH_MSPTI_SIM_HAS_EXTERNAL_CORRELATION
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPushExternalCorrelationId(msptiExternalCorrelationKind kind,
                                                                           uint64_t id) {
+  throwIfInjected(MSPTI_SIM_THROW_PUSH, "msptiActivityPushExternalCorrelationId");
   return guarded([&] {
     return sim::Simulator::instance().pushExternalCorrelationId(static_cast<uint32_t>(rawValue(kind)), id);
   });
@@ -105,7 +130,9 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPushExternalCorrelationId(msptiE
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPopExternalCorrelationId(msptiExternalCorrelationKind kind,
                                                                          uint64_t* lastId) {
+  throwIfInjected(MSPTI_SIM_THROW_POP, "msptiActivityPopExternalCorrelationId");
   return guarded([&] {
     return sim::Simulator::instance().popExternalCorrelationId(static_cast<uint32_t>(rawValue(kind)), lastId);
   });
 }
+#endif  // TORCH_MSPTI_SIM_HAS_EXTERNAL_CORRELATION

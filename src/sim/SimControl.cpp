@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "Export.h"
+#include "Generation.h"
 #include "SimClock.h"
 #include "Simulator.h"
 #include "mspti_sim.h"
@@ -67,3 +68,5 @@ TORCH_MSPTI_SIM_EXPORT int msptiSimResetOptions(void) {
   sim::Simulator::instance().options().resetDefaults();
   return 0;
 }
+
+TORCH_MSPTI_SIM_EXPORT int msptiSimGeneration(void) { return sim::kGeneration; }

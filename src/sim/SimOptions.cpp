@@ -3,6 +3,8 @@
 #include <climits>
 #include <cstring>
 
+#include "Generation.h"
+
 namespace torch_mspti::sim {
 
 namespace {
@@ -29,12 +31,18 @@ const std::array<OptionSpec, static_cast<size_t>(Option::kCount)>& SimOptions::s
   static const std::array<OptionSpec, static_cast<size_t>(Option::kCount)> kSpecs = {{
       {"delivery_delay_ns", 200000000, 0, kMaxDurationNs},
       {"launch_latency_ns", 5000, 0, kMaxDurationNs},
-      {"disable_pulls", 1, 0, 1},
+      {"disable_pulls", kDisablePullsByDefault ? 1 : 0, 0, 1},
       {"driver_flush_ns", 20000000, 0, kMaxDurationNs},
       {"drop_after_disable", 1, 0, 1},
       {"per_thread_stacks", 0, 0, 1},
       {"buffer_threshold_pct", 80, 1, 100},
       {"require_enable_after_subscribe", 1, 0, 1},
+      {"throw_in", 0, 0, 0xff},
+      {"reorder_external", 0, 0, 2},
+      {"duplicate_kernel_records", 0, 0, 1},
+      {"bad_timing_every", 0, 0, 1000000000},
+      {"unknown_kind_every", 0, 0, 1000000000},
+      {"never_deliver", 0, 0, 1},
   }};
   return kSpecs;
 }

@@ -17,6 +17,13 @@ enum class Option : size_t {
   kPerThreadStacks,     // external-correlation stacks per thread (NOT the real behaviour, 5.4)
   kBufferThresholdPct,  // current buffer is queued once this full (ACTIVITY_BUFFER_THRESHOLD 0.8)
   kEnableAfterSubscribe,  // kernel device tasks start only at Enable(KERNEL) while subscribed (5.6)
+  // Fault injection (not MSPTI behaviour; the faults a plugin must survive, mspti.md 6, 11):
+  kThrowIn,             // bitmask of entry points that throw a C++ exception (MSPTI_SIM_THROW_*)
+  kReorderExternal,     // 1: external record right after its kernel's; 2: in a later buffer
+  kDuplicateKernelRecords,  // every KERNEL record is written twice
+  kBadTimingEvery,      // every Nth KERNEL record gets zero or inverted timing (0 = off)
+  kUnknownKindEvery,    // a record of kind 99 precedes every Nth KERNEL record (0 = off)
+  kNeverDeliver,        // kernels run but their records never reach a buffer
   kCount
 };
 

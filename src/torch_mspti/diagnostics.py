@@ -6,7 +6,10 @@ The report has four parts (all plain JSON-serialisable data in :meth:`Diagnostic
   reason, symbols resolved and missing, a capability table, the MSPTI generation, and when not
   available the ``reason`` and the ``fix`` (one line each);
 * ``plugin`` -- registered, forwarded to kineto, the PrivateUse1 backend name, whether another
-  PrivateUse1 profiler was registered first, how often kineto configured it;
+  PrivateUse1 profiler was registered first, how often kineto configured it, MSPTI buffers
+  outstanding (``buffers_outstanding``, 0 once every session has drained) and kept for reuse
+  (``buffers_pooled``), and whether this process was forked after MSPTI was loaded
+  (``forked_child``: profiling is then disabled, see ``library['reason']``);
 * ``last_session`` -- state, errors, records by kind, kernels, linked kernels, link ratio,
   drops by reason, buffer counts, and drain statistics (exit reason, flushes, ms, records during
   the drain, launches still pending, late records); ``None`` before the first device session;

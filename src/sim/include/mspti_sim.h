@@ -67,6 +67,22 @@ uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
 //                          Enable, Unsubscribe stops them and Subscribe does not restart them
 //                          (mspti.md 5.6), so Enable-then-Subscribe yields ids, external and API
 //                          records but no kernel records (counted as dropped); 0: lenient (1)
+//   The default of "disable_pulls" is 1 only in the 26.1 build (libmspti_sim.so); the older
+//   generations' builds (msptiSimGeneration) default to 0, as their Disable pulled nothing.
+// Fault injection (none of these is real MSPTI behaviour; each is a fault the plugin must survive):
+//   "throw_in"             bitmask of MSPTI_SIM_THROW_* below: those entry points throw a
+//                          std::runtime_error before doing anything, as the real C API can when a
+//                          CANN dependency is missing (mspti.md 2, 6 item 7) (0)
+//   "reorder_external"     where a launch's EXTERNAL_CORRELATION records go: 0 at launch, before
+//                          the kernel (real); 1 right after its first KERNEL record; 2 in a later
+//                          buffer than that KERNEL record (the current buffer is retired first) (0)
+//   "duplicate_kernel_records"  1: every KERNEL record is written twice (0)
+//   "bad_timing_every"     N > 0: every Nth KERNEL record written has zero timing (start = end = 0)
+//                          or, alternating, inverted timing (end < start) (0)
+//   "unknown_kind_every"   N > 0: a 56-byte record of kind 99 (unknown to every MSPTI) is written
+//                          just before every Nth KERNEL record (0)
+//   "never_deliver"        1: kernels run on the timeline but their KERNEL records are never
+//                          written (counted as dropped); API/external records still are (0)
 // Returns 0 on success, -1 for an unknown key or an out-of-range value.
 int msptiSimSetOption(const char* key, int64_t value);
 // Returns the value, or INT64_MIN for an unknown key.
@@ -98,6 +114,21 @@ int msptiSimReloadEnvironment(void);
 
 // Put every option back to its default value (see msptiSimSetOption). Returns 0.
 int msptiSimResetOptions(void);
+
+// Bits of the "throw_in" option: the entry points that throw.
+#define MSPTI_SIM_THROW_SUBSCRIBE 0x01
+#define MSPTI_SIM_THROW_ENABLE 0x02
+#define MSPTI_SIM_THROW_FLUSH_ALL 0x04
+#define MSPTI_SIM_THROW_PUSH 0x08
+#define MSPTI_SIM_THROW_POP 0x10
+#define MSPTI_SIM_THROW_DISABLE 0x20
+#define MSPTI_SIM_THROW_UNSUBSCRIBE 0x40
+#define MSPTI_SIM_THROW_REGISTER_CALLBACKS 0x80
+
+// The MSPTI generation this build simulates (src/sim/Generation.h): 80 (CANN 8.0.RC3), 81 (8.1),
+// 82 (8.2), 260 (MindStudio 26.0) or 261 (26.1, libmspti_sim.so). Its exported MSPTI symbols and
+// accepted activity kinds are that generation's (mspti.md 8).
+int msptiSimGeneration(void);
 
 #ifdef __cplusplus
 }  // extern "C"

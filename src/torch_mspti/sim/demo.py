@@ -141,7 +141,8 @@ def run(workload: str = "phases", steps: Optional[int] = None, size: Optional[in
     print(f"  linked   {summary['linked']} ({summary['linked_ratio']:.0%} of kernels have an arrow from an op)")
     drain = _drain_stats()
     if drain:
-        print("  drain    " + ", ".join(f"{k}={v}" for k, v in drain.items()))
+        print("  drain    " + ", ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}"
+                                        for k, v in drain.items()))
     rejected = _rejected_links()
     if rejected:
         print(f"  rejected {rejected} link(s): kernels launched from another thread than the op MSPTI "
