@@ -55,7 +55,7 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 sim = None
 if P["library"] in ("sim", "sim-env"):
-    sim_path = torch_mspti.simulator_library()
+    sim_path = torch_mspti.simulator_library(P["generation"])
     if P["library"] == "sim":
         torch_mspti.use_library(sim_path)
     sim = ctypes.CDLL(sim_path)
@@ -182,12 +182,17 @@ def _finish(p, index):
     entry.update(index=index, trace=path, session=d["last_session"], sim_stats=sim_stats())
     RESULT["profiles"].append(entry)
 
+_EXTRA = {}
+if P["experimental_config"]:
+    from torch._C._profiler import _ExperimentalConfig
+    _EXTRA["experimental_config"] = _ExperimentalConfig(**P["experimental_config"])
+
 RESULT["sim_stats_before"] = sim_stats()
 try:
     if P["schedule"] is None:
         for i in range(P["profiles"]):
             CTX["profile_index"] = i
-            with profile(activities=activities_for(i)) as prof:
+            with profile(activities=activities_for(i), **_EXTRA) as prof:
                 NS.update(prof=prof, profile_index=i, step=None)
                 exec(_code, NS)
             _finish(prof, i)
@@ -199,7 +204,7 @@ try:
         def _ready(p):
             _finish(p, _cycle[0])
             _cycle[0] += 1
-        with profile(activities=activities_for(0), schedule=schedule(**s), on_trace_ready=_ready) as prof:
+        with profile(activities=activities_for(0), schedule=schedule(**s), on_trace_ready=_ready, **_EXTRA) as prof:
             for st in range(steps):
                 CTX.update(step=st, profile_index=_cycle[0])
                 NS.update(prof=prof, profile_index=_cycle[0], step=st)
@@ -218,6 +223,15 @@ with open(P["result_path"], "w") as f:
 # Variables that would let the library search find something the scenario did not ask for.
 _SEARCH_ENV = ("TORCH_MSPTI_LIBRARY", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LD_LIBRARY_PATH",
                "LD_PRELOAD", "ASCEND_RT_VISIBLE_DEVICES")
+
+
+def sanitizer_preload() -> str | None:
+    """The sanitizer runtimes in this process's LD_PRELOAD (ci/sanitizers.sh preloads libasan for a
+    package built with ASan), or None. Children need them too; no other LD_PRELOAD entry is passed
+    on (it could be a libmspti the scenario did not ask for)."""
+    keep = [p for p in os.environ.get("LD_PRELOAD", "").replace(" ", ":").split(":")
+            if os.path.basename(p).startswith(("libasan", "libubsan", "libtsan"))]
+    return ":".join(keep) or None
 
 
 @dataclass
@@ -253,14 +267,18 @@ def run(workload: str, tmp_path: Path, *, library: str | None = "sim", rename: b
         config: dict[str, Any] | None = None, profiles: int = 1, schedule: dict[str, int] | None = None,
         steps: int | None = None, activities: Sequence[str] | Sequence[Sequence[str]] = ("CPU", "PrivateUse1"),
         env: dict[str, str] | None = None, diagnostics_load: bool = False,
-        timeout: float = 180, check: bool = True) -> SimResult:
+        timeout: float = 180, check: bool = True, generation: str | None = None,
+        experimental_config: dict[str, Any] | None = None) -> SimResult:
     """Run ``workload`` in a fresh interpreter; see the module docstring.
 
     ``library``: "sim" (``torch_mspti.use_library(simulator)``), "sim-env"
     (``TORCH_MSPTI_LIBRARY=<simulator>``), any other string (``TORCH_MSPTI_LIBRARY`` set to it, the
     simulator not loaded), or None (no explicit path and no CANN/loader variables, simulator not
     loaded). ``delay_ns`` is the simulator's delivery delay; ``sim_options`` more simulator options;
-    ``config`` plugin settings. ``activities``: names ("CPU", "PrivateUse1") for every profile, or one
+    ``config`` plugin settings. ``generation``: the MSPTI generation of the simulator library
+    ("8.0.RC3", "8.1", "8.2", "26.0", "26.1"; None = the default ``libmspti_sim.so``, see
+    ``torch_mspti.simulator_library``). ``experimental_config``: keyword arguments of
+    ``torch._C._profiler._ExperimentalConfig`` (e.g. ``profile_all_threads=True``). ``activities``: names ("CPU", "PrivateUse1") for every profile, or one
     such list per profile. ``check``: raise when the child fails or the workload raises.
     """
     out_dir = Path(tmp_path)
@@ -268,12 +286,14 @@ def run(workload: str, tmp_path: Path, *, library: str | None = "sim", rename: b
     child_env = {k: v for k, v in os.environ.items()
                  if k not in _SEARCH_ENV and not k.startswith("TORCH_MSPTI_")}
     child_env.setdefault("OMP_NUM_THREADS", "1")
+    if sanitizer_preload():
+        child_env["LD_PRELOAD"] = sanitizer_preload()
     sim_opts: dict[str, int] = {}
     if library in ("sim", "sim-env"):
         sim_opts["delivery_delay_ns"] = delay_ns
         sim_opts.update(sim_options or {})
         if library == "sim-env":
-            child_env["TORCH_MSPTI_LIBRARY"] = _simulator_path()
+            child_env["TORCH_MSPTI_LIBRARY"] = _simulator_path(generation)
     elif library is not None:
         child_env["TORCH_MSPTI_LIBRARY"] = library
     child_env.update(env or {})
@@ -283,6 +303,7 @@ def run(workload: str, tmp_path: Path, *, library: str | None = "sim", rename: b
         "steps": steps,
         "activities": [a if isinstance(a, str) else list(a) for a in activities], "out_dir": str(out_dir),
         "result_path": str(out_dir / "simrun_result.json"), "diagnostics_load": diagnostics_load,
+        "generation": generation, "experimental_config": experimental_config,
     }
     (out_dir / "simrun_params.json").write_text(json.dumps(params))
     (out_dir / "simrun_child.py").write_text(_CHILD)
@@ -305,16 +326,15 @@ def run(workload: str, tmp_path: Path, *, library: str | None = "sim", rename: b
         extra=data["extra"])
 
 
-_SIM_PATH: str | None = None
+_SIM_PATHS: dict[str | None, str] = {}
 
 
-def _simulator_path() -> str:
-    global _SIM_PATH
-    if _SIM_PATH is None:
-        proc = subprocess.run([sys.executable, "-c", "import torch_mspti; print(torch_mspti.simulator_library())"],
-                              capture_output=True, text=True, timeout=120, check=True)
-        _SIM_PATH = proc.stdout.strip().splitlines()[-1]
-    return _SIM_PATH
+def _simulator_path(generation: str | None = None) -> str:
+    if generation not in _SIM_PATHS:
+        code = f"import torch_mspti; print(torch_mspti.simulator_library({generation!r}))"
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+        _SIM_PATHS[generation] = proc.stdout.strip().splitlines()[-1]
+    return _SIM_PATHS[generation]
 
 
 # ---------------------------------------------------------------------------------------------

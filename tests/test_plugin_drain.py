@@ -9,12 +9,9 @@ ends, so every kernel has run: after a balanced drain the kernel set must be exa
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from collections import Counter
 from pathlib import Path
-
-import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import simrun  # noqa: E402
@@ -86,20 +83,11 @@ def test_auto_drain_with_a_261_library_disables_first_and_collects_late_kernels(
     assert drain["order"] == "disable_first"
 
 
-def _generation_260_option() -> bool:
-    """Whether the simulator can act as a 26.0-generation library (no msptiActivityIsEnabled)."""
-    import torch_mspti
-
-    lib = ctypes.CDLL(torch_mspti.simulator_library())
-    lib.msptiSimGetOption.restype = ctypes.c_int64
-    lib.msptiSimGetOption.argtypes = [ctypes.c_char_p]
-    return lib.msptiSimGetOption(b"generation") != -(2**63)
-
-
-@pytest.mark.skipif(not _generation_260_option(),
-                    reason="the simulator has no 26.0-generation mode (no 'generation' option) yet")
 def test_auto_drain_with_a_260_library_polls_first_and_collects_late_kernels(tmp_path):
-    run = simrun.run(WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS, sim_options=dict(NO_PULL, generation=260))
-    assert "26.1" not in (run.diagnostics["library"]["version"] or ""), run.diagnostics["library"]
+    # the 26.0-generation simulator: no msptiActivityIsEnabled, and its Disable pulls nothing
+    # (disable_pulls defaults to 0 there), so only polling before Disable collects the late records
+    run = simrun.run(WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS, generation="26.0")
+    assert not (run.diagnostics["library"]["version"] or "").startswith(">=26.1"), run.diagnostics["library"]
+    assert "msptiActivityIsEnabled" not in run.diagnostics["library"]["symbols"]["resolved"]
     drain = _assert_complete(run)
     assert drain["order"] == "poll_first"

@@ -2,7 +2,9 @@
 //
 // Per launch (one MSPTI correlation id, one or more kernels):
 //  * link: the CUSTOM0 external id of the launch is torch's op id; getLinkedActivity resolves it
-//    (never called with 0). When the launch's API record names another thread than the op's,
+//    (never called with 0). Without external correlation (CANN 8.0.RC3) the op is the innermost
+//    op interval recorded at push/pop on the API record's thread that contains the API record's
+//    start (CorrelationForwarder interval mode). When the launch's API record names another thread than the op's,
 //    the link is wrong (MSPTI's global stack, queued launches; mspti.md 5.4) and is rejected;
 //    a kernel that starts before its op started is rejected the same way;
 //  * a PRIVATEUSE1_RUNTIME launch event on the op's host lane at the host launch time (the API
@@ -24,6 +26,7 @@
 #include <libkineto.h>
 #include <output_base.h>
 
+#include "CorrelationForwarder.h"
 #include "DeviceLanes.h"
 #include "RecordStore.h"
 #include "SessionStats.h"
@@ -36,6 +39,7 @@ struct BuildInput {
   int64_t windowStart = 0;  // ns since the epoch; 0 = no window
   int64_t windowEnd = 0;
   std::vector<uint32_t> visibleDevices;
+  const std::vector<OpInterval>* intervals = nullptr;  // interval mode only; may be null
 };
 
 void buildActivities(const BuildInput& in, libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes,

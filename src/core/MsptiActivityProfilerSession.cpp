@@ -100,6 +100,7 @@ bool MsptiActivityProfilerSession::arm() {
   poolAtStart_ = pool.counters();
   forwarderErrorsAtStart_ = forwarder_.errors();
   forwarderOverflowsAtStart_ = forwarder_.overflows();
+  forwarderInterleavedAtStart_ = forwarder_.interleaved();
 
   // Order matters: Subscribe -> RegisterCallbacks -> Enable (mspti.md 5.6).
   msptiResult r = api.subscribe(&subscriber_);
@@ -155,6 +156,13 @@ bool MsptiActivityProfilerSession::arm() {
   if (std::find(enabledKinds_.begin(), enabledKinds_.end(), MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) !=
       enabledKinds_.end())
     forwarder_.arm(&lib.functions());
+  else if (kernels && config_.enableExternalCorrelation && !api.hasExternalCorrelation() &&
+           (std::find(enabledKinds_.begin(), enabledKinds_.end(), MSPTI_ACTIVITY_KIND_API) != enabledKinds_.end() ||
+            std::find(enabledKinds_.begin(), enabledKinds_.end(), MSPTI_ACTIVITY_KIND_RUNTIME_API) !=
+                enabledKinds_.end()))
+    // No external correlation (CANN 8.0.RC3): link through the API records' thread and host
+    // time against the op intervals the forwarder records instead (mspti.md 8).
+    intervalGen_ = forwarder_.armIntervals();
   armed_ = true;
   return true;
 }
@@ -173,13 +181,17 @@ void MsptiActivityProfilerSession::collect() {
     // Started in the parent, stopped in a forked child: MSPTI's threads and buffers are the
     // parent's; draining here could hang on a lock held at the fork. The forwarder was disarmed
     // by the fork handler, the parent's records are not ours: stop without calling MSPTI.
+    // No warning here: this is the parent's session; a session the child starts warns once.
     store_.reset();
-    fail(fmt::format("session inherited across fork() and stopped in the child without draining: {}",
-                     kForkedChildReason),
-         kForkedChildReason);
+    errors_.push_back(fmt::format("session inherited across fork() and stopped in the child without draining: {}",
+                                  kForkedChildReason));
+    state_ = "failed";
+    status_ = libkineto::TraceStatus::ERROR;
     return;
   }
   counters_.unbalancedAtStop += forwarder_.disarm();
+  if (intervalGen_) intervals_ = forwarder_.takeIntervals(intervalGen_);
+  counters_.opIntervals = intervals_.size();
   MsptiActivityApi api(MsptiLibrary::instance().functions());
   DrainInput in{&api, store_.get(), subscriber_, enabledKinds_, config_};
   std::vector<std::string> drainErrors;
@@ -195,6 +207,7 @@ void MsptiActivityProfilerSession::collect() {
   counters_.nullCompletions = now.nullCompletions - poolAtStart_.nullCompletions;
   counters_.correlationErrors = forwarder_.errors() - forwarderErrorsAtStart_;
   counters_.correlationOverflow = forwarder_.overflows() - forwarderOverflowsAtStart_;
+  counters_.correlationInterleaved = forwarder_.interleaved() - forwarderInterleavedAtStart_;
   for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) counters_.recordsByKind[i] = store_->recordsByKind()[i];
   counters_.abandonedBuffers = store_->abandonedBuffers();
   counters_.abandonedBytes = store_->abandonedBytes();
@@ -229,7 +242,7 @@ void MsptiActivityProfilerSession::process(libkineto::ActivityLogger& logger,
                                            int64_t endTime) {
   if (armed_) collect();  // kineto always stops first; be safe if it did not
   if (store_) {
-    BuildInput in{store_.get(), linked, startTime, endTime, config_.visibleDevices};
+    BuildInput in{store_.get(), linked, startTime, endTime, config_.visibleDevices, &intervals_};
     buildActivities(in, *buffer_, lanes_, counters_);
     for (const auto& act : buffer_->activities) logger.handleActivity(*act);
     // getDeviceInfo() names the first device; the others are named here (kineto.md 6, step 6).

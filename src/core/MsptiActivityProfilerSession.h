@@ -74,7 +74,11 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::vector<msptiActivityKind> enabledKinds_;
   std::shared_ptr<RecordStore> store_;
   PoolCounters poolAtStart_;
-  uint64_t forwarderErrorsAtStart_ = 0, forwarderOverflowsAtStart_ = 0;
+  uint64_t forwarderErrorsAtStart_ = 0, forwarderOverflowsAtStart_ = 0, forwarderInterleavedAtStart_ = 0;
+  // Interval mode (library without external correlation): the forwarder's generation, and the
+  // op intervals taken from it at stop (CorrelationForwarder.h).
+  uint32_t intervalGen_ = 0;
+  std::vector<OpInterval> intervals_;
   SessionCounters counters_;
   std::optional<DrainStats> drain_;
   int64_t startNs_ = 0, stopNs_ = 0;

@@ -93,7 +93,7 @@ std::string findProfapi() {
   }
   std::vector<std::string> dirs;
   const std::string home = envOr("ASCEND_HOME_PATH");
-  if (!home.empty()) dirs.push_back(home + "/lib64");
+  if (!home.empty() && home[0] == '/') dirs.push_back(home + "/lib64");  // never a relative directory
   for (auto& d : absoluteLdLibraryPathDirs()) dirs.push_back(d);
   for (const auto& d : dirs) {
     std::string p = d + "/" + kProfapiName;
@@ -264,7 +264,15 @@ bool MsptiLibrary::ensureLoaded() {
       std::error_code ec;
       std::string abs = fs::absolute(explicitPath, ec).lexically_normal().string();
       if (ec) abs = explicitPath;
-      if (tryCandidate(abs, "explicit", /*checkProfapi=*/false)) return true;
+      const bool relative = explicitPath[0] != '/';
+      const bool ok = tryCandidate(abs, "explicit", /*checkProfapi=*/false);
+      if (relative && !report_.candidates.empty() && !ec) {
+        // Used as given, but resolved once against the current directory: say so.
+        std::string& why = report_.candidates.back().reason;
+        why = fmt::format("relative path '{}' resolved against the current directory to {}{}{}", explicitPath, abs,
+                          why.empty() ? "" : "; ", why);
+      }
+      if (ok) return true;
       if (report_.reason.empty()) {
         report_.reason = fmt::format("TORCH_MSPTI_LIBRARY={}: {}", explicitPath, report_.candidates.back().reason);
         report_.fix = "set TORCH_MSPTI_LIBRARY to the absolute path of libmspti.so (CANN tools/mspti/lib64), or unset it to search";
@@ -279,14 +287,16 @@ bool MsptiLibrary::ensureLoaded() {
       if (sym && dladdr(sym, &info) && info.dli_fname) path = info.dli_fname;
       return adoptHandle(h, path, "already-loaded");
     }
-    report_.candidates.push_back({kLibName, "already-loaded", "skipped", "no libmspti.so loaded in this process"});
+    // Paths in the report are absolute or empty: this entry names no file.
+    report_.candidates.push_back({"", "already-loaded", "skipped", "no libmspti.so loaded in this process"});
 
     std::vector<std::pair<std::string, std::string>> roots;
     for (const char* var : {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"}) {
       std::string root = envOr(var);
       if (!root.empty() && root[0] == '/') roots.emplace_back(root, var);
       else if (!root.empty())
-        report_.candidates.push_back({root, var, "skipped", "not an absolute path"});
+        report_.candidates.push_back(
+            {"", var, "skipped", fmt::format("'{}' is not an absolute path: never searched", root)});
     }
     roots.emplace_back("/usr/local/Ascend/cann", "default CANN root");
     for (const auto& r : versionedCannRoots("/usr/local/Ascend")) roots.emplace_back(r, "newest versioned CANN root");
@@ -295,6 +305,21 @@ bool MsptiLibrary::ensureLoaded() {
       for (const char* sub : {"/lib64/", "/tools/mspti/lib64/"}) {
         if (tryCandidate(root + sub + kLibName, source, /*checkProfapi=*/true)) return true;
         if (!report_.reason.empty()) return false;  // loaded but unusable: stop here
+      }
+    }
+    {
+      // Empty and relative entries mean "the current directory" to the loader: never searched.
+      const std::string raw = envOr("LD_LIBRARY_PATH");
+      size_t pos = 0;
+      while (pos <= raw.size()) {
+        size_t next = raw.find(':', pos);
+        if (next == std::string::npos) next = raw.size();
+        const std::string dir = raw.substr(pos, next - pos);
+        if (!raw.empty() && (dir.empty() || dir[0] != '/'))
+          report_.candidates.push_back(
+              {"", "LD_LIBRARY_PATH", "skipped",
+               fmt::format("entry '{}' is empty or relative (the current directory): never searched", dir)});
+        pos = next + 1;
       }
     }
     for (const auto& dir : absoluteLdLibraryPathDirs()) {

@@ -1,5 +1,6 @@
 #include "MsptiRecordWalker.h"
 
+#include <cstddef>
 #include <cstring>
 
 namespace torch_mspti {
@@ -33,9 +34,41 @@ void WalkResult::clear() {
   abandoned = false;
 }
 
+namespace {
+
+// Counts the records the walk below will keep and reserves room for them: a completion's batch
+// usually starts empty (MSPTI runs each completion on a new thread, mspti.md 5.2, and the batch is
+// thread_local), and growing vectors of 100k records by doubling copies them about twice over.
+// Stops where the walk would stop.
+void reserveFor(const uint8_t* buffer, size_t validSize, WalkResult& out) {
+  size_t kernels = 0, apis = 0, externals = 0, pos = 0;
+  while (validSize - pos >= sizeof(uint32_t)) {
+    uint32_t kind = 0;
+    std::memcpy(&kind, buffer + pos, sizeof(kind));
+    const size_t size = recordSize(kind);
+    if (size == 0 || size > validSize - pos) break;
+    switch (kind) {
+      case MSPTI_ACTIVITY_KIND_KERNEL: ++kernels; break;
+      case MSPTI_ACTIVITY_KIND_API:
+      case MSPTI_ACTIVITY_KIND_ACL_API:
+      case MSPTI_ACTIVITY_KIND_NODE_API:
+      case MSPTI_ACTIVITY_KIND_RUNTIME_API: ++apis; break;
+      case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: ++externals; break;
+      default: break;
+    }
+    pos += size;
+  }
+  out.kernels.reserve(out.kernels.size() + kernels);
+  out.apis.reserve(out.apis.size() + apis);
+  out.externals.reserve(out.externals.size() + externals);
+}
+
+}  // namespace
+
 void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, WalkResult& out) {
   if (!buffer) return;
   names_.clear();  // pointers are only known to be stable within one buffer
+  reserveFor(buffer, validSize, out);
   size_t pos = 0;
   while (pos < validSize) {
     uint32_t kind = 0;
@@ -81,7 +114,11 @@ void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, WalkResult
       case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
         msptiActivityExternalCorrelation e;
         std::memcpy(&e, p, sizeof(e));
-        out.externals.push_back({static_cast<uint32_t>(e.externalKind), e.externalId, e.correlationId});
+        // The kind is read as an integer: a buffer may hold any value there, and loading an enum
+        // outside its range is undefined behaviour (found by tests/fuzz with UBSan).
+        uint32_t externalKind = 0;
+        std::memcpy(&externalKind, p + offsetof(msptiActivityExternalCorrelation, externalKind), sizeof(externalKind));
+        out.externals.push_back({externalKind, e.externalId, e.correlationId});
         break;
       }
       default:

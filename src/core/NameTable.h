@@ -9,7 +9,9 @@
 // NameCache), not once per record.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,21 +30,56 @@ class NameTable {
 };
 
 // A walker-local cache from MSPTI's string pointers to interned copies: within one buffer a
-// pointer names one string, so the lock is taken once per distinct pointer.
+// pointer names one string, so the lock is taken once per distinct pointer. An open-addressing
+// table (linear probing, grown at half full), so a model with hundreds of distinct kernel names
+// costs one hash probe per record rather than a scan or a trip through the global table.
 class NameCache {
  public:
   const std::string* lookup(const char* p) {
-    for (const auto& [key, value] : entries_)
-      if (key == p) return value;
+    if (slots_.empty()) slots_.resize(kInitialSlots);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = slot(p, mask);; i = (i + 1) & mask) {
+      Slot& s = slots_[i];
+      if (!s.value) break;  // empty: not cached yet
+      if (s.key == p) return s.value;
+    }
     const std::string* v = NameTable::instance().intern(p);
-    if (entries_.size() < kMaxEntries) entries_.emplace_back(p, v);
+    if ((used_ + 1) * 2 > slots_.size()) grow();
+    insert(p, v);
     return v;
   }
-  void clear() { entries_.clear(); }
+  void clear() {
+    if (used_ == 0) return;
+    if (slots_.size() > kInitialSlots * 16) slots_.assign(kInitialSlots, Slot{});  // shrink after a name storm
+    else std::fill(slots_.begin(), slots_.end(), Slot{});
+    used_ = 0;
+  }
 
  private:
-  static constexpr size_t kMaxEntries = 64;
-  std::vector<std::pair<const char*, const std::string*>> entries_;
+  struct Slot {
+    const char* key = nullptr;
+    const std::string* value = nullptr;  // nullptr = empty (intern never returns nullptr)
+  };
+  static constexpr size_t kInitialSlots = 64;  // power of two
+  static size_t slot(const char* p, size_t mask) {
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(p) * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+  }
+  void insert(const char* p, const std::string* v) {
+    const size_t mask = slots_.size() - 1;
+    size_t i = slot(p, mask);
+    while (slots_[i].value) i = (i + 1) & mask;
+    slots_[i] = {p, v};
+    ++used_;
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    used_ = 0;
+    for (const Slot& s : old)
+      if (s.value) insert(s.key, s.value);
+  }
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
 };
 
 }  // namespace torch_mspti

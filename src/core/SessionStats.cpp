@@ -26,6 +26,9 @@ void SessionCounters::add(const SessionCounters& o) {
   correlationErrors += o.correlationErrors;
   correlationOverflow += o.correlationOverflow;
   unbalancedAtStop += o.unbalancedAtStop;
+  correlationInterleaved += o.correlationInterleaved;
+  opIntervals += o.opIntervals;
+  linkedByOpInterval += o.linkedByOpInterval;
 }
 
 uint64_t SessionCounters::records() const {
@@ -97,6 +100,7 @@ void writeCounters(JsonWriter& w, const SessionCounters& c, bool withLinks) {
         .value("mislinks_rejected", c.mislinksRejected)
         .value("api_time_untrusted", c.apiTimeUntrusted)
         .value("link_target_missing", c.linkTargetMissing)
+        .value("linked_by_op_interval", c.linkedByOpInterval)
         .value("records_dropped", c.outOfWindow + c.invalidTiming + c.duplicates);
   }
   w.beginObject("buffers")
@@ -110,7 +114,9 @@ void writeCounters(JsonWriter& w, const SessionCounters& c, bool withLinks) {
   w.value("orphan_records", c.orphanRecords)
       .value("correlation_errors", c.correlationErrors)
       .value("correlation_overflow", c.correlationOverflow)
-      .value("unbalanced_at_stop", c.unbalancedAtStop);
+      .value("unbalanced_at_stop", c.unbalancedAtStop)
+      .value("correlation_interleaved", c.correlationInterleaved)
+      .value("op_intervals", c.opIntervals);
 }
 
 void writeDrain(JsonWriter& w, const DrainStats& d) {

@@ -47,6 +47,9 @@ struct SessionCounters {
   uint64_t correlationErrors = 0;  // failed external-correlation push/pop calls
   uint64_t correlationOverflow = 0;  // ops nested deeper than the per-thread stack (not forwarded)
   uint64_t unbalancedAtStop = 0;   // ids still pushed when the session stopped (popped by stop)
+  uint64_t correlationInterleaved = 0;  // pops that got another thread's id (global stack, 5.4)
+  uint64_t opIntervals = 0;        // op intervals recorded (libraries without external correlation)
+  uint64_t linkedByOpInterval = 0;  // ... kernels linked through API record + op interval
 
   void add(const SessionCounters& o);
   uint64_t records() const;

@@ -1,5 +1,5 @@
 // Marks the C entry points that libmspti_sim.so exports. Everything else is hidden
-// (-fvisibility=hidden plus the exports.map version script), like the real library, which
+// (-fvisibility=hidden plus a per-generation linker version script, see CMakeLists.txt), like the real library, which
 // exports only its mspti* API (mspti.md 2).
 #pragma once
 

@@ -8,16 +8,56 @@ from pathlib import Path
 _LIB_DIR = Path(__file__).resolve().parent / "lib"
 
 
-def simulator_library() -> str:
-    """Absolute path of the simulated MSPTI, ``torch_mspti/lib/libmspti_sim.so``.
+# Simulated MSPTI per generation (mspti.md 8): generation -> file in torch_mspti/lib.
+SIMULATOR_GENERATIONS: dict[str, str] = {
+    "8.0.RC3": "libmspti_sim_8_0_rc3.so",
+    "8.1": "libmspti_sim_8_1.so",
+    "8.2": "libmspti_sim_8_2.so",
+    "26.0": "libmspti_sim_26_0.so",
+    "26.1": "libmspti_sim.so",
+}
+DEFAULT_SIMULATOR_GENERATION = "26.1"
 
-    ``TORCH_MSPTI_SIM_LIBRARY`` overrides it (development builds). The library search never
-    finds this file by itself: it is used only when passed explicitly (``use_library``,
-    ``TORCH_MSPTI_LIBRARY`` or ``torch_mspti.sim.enable()``). Raises FileNotFoundError when the
-    file is missing (a broken install).
+
+def _normalise_generation(generation: str | int) -> str:
+    """ "8.0.rc3", "8.0", 80, "8.1", 81, "26.0", 260, ... -> a key of SIMULATOR_GENERATIONS."""
+    text = str(generation).strip().upper()
+    aliases = {"80": "8.0.RC3", "8.0": "8.0.RC3", "81": "8.1", "82": "8.2", "260": "26.0", "261": "26.1"}
+    text = aliases.get(text, text)
+    if text not in SIMULATOR_GENERATIONS:
+        raise ValueError(f"unknown MSPTI generation {generation!r}; available: "
+                         f"{', '.join(simulator_generations()) or 'none (reinstall torch-mspti)'}")
+    return text
+
+
+def simulator_generations() -> list[str]:
+    """The MSPTI generations whose simulator library is installed, oldest first."""
+    return [g for g, name in SIMULATOR_GENERATIONS.items() if (_simulator_dir() / name).is_file()]
+
+
+def _simulator_dir() -> Path:
+    override = os.environ.get("TORCH_MSPTI_SIM_LIBRARY")
+    return Path(override).resolve().parent if override else _LIB_DIR
+
+
+def simulator_library(generation: str | int | None = None) -> str:
+    """Absolute path of a simulated MSPTI in ``torch_mspti/lib``.
+
+    ``generation=None`` is the default simulator, ``libmspti_sim.so`` (the 26.1 generation);
+    ``TORCH_MSPTI_SIM_LIBRARY`` overrides it (development builds). Otherwise one of
+    ``simulator_generations()``: "8.0.RC3", "8.1", "8.2", "26.0" or "26.1" (also 80, 81, 82,
+    260, 261), whose library exports exactly that generation's MSPTI symbols and accepts its
+    activity kinds (see README "MSPTI versions"); with ``TORCH_MSPTI_SIM_LIBRARY`` set it is
+    looked up in that file's directory. The library search never finds these files by itself:
+    they are used only when passed explicitly (``use_library``, ``TORCH_MSPTI_LIBRARY`` or
+    ``torch_mspti.sim.enable()``). Raises FileNotFoundError when the file is missing (a broken
+    install) and ValueError for an unknown generation.
     """
     override = os.environ.get("TORCH_MSPTI_SIM_LIBRARY")
-    path = Path(override).resolve() if override else _LIB_DIR / "libmspti_sim.so"
+    if generation is None:
+        path = Path(override).resolve() if override else _LIB_DIR / "libmspti_sim.so"
+    else:
+        path = _simulator_dir() / SIMULATOR_GENERATIONS[_normalise_generation(generation)]
     if not path.is_file():
         raise FileNotFoundError(f"simulated MSPTI not found at {path}: reinstall torch-mspti")
     return str(path)

@@ -50,7 +50,7 @@ class ActivityBuilderTest : public ::testing::Test {
 
   void build(int64_t windowStart = 0, int64_t windowEnd = 0, std::vector<uint32_t> visible = {}) {
     store_.append(batch_);
-    BuildInput in{&store_, &callback_, windowStart, windowEnd, std::move(visible)};
+    BuildInput in{&store_, &callback_, windowStart, windowEnd, std::move(visible), &intervals_};
     buildActivities(in, buffer_, lanes_, counters_);
   }
 
@@ -76,6 +76,7 @@ class ActivityBuilderTest : public ::testing::Test {
   libkineto::CpuTraceBuffer buffer_;
   DeviceLanes lanes_;
   SessionCounters counters_;
+  std::vector<OpInterval> intervals_;  // interval mode (no external correlation)
 };
 
 TEST_F(ActivityBuilderTest, LinkedKernelGetsAFlowFinishAndALaunchEventThatStartsIt) {
@@ -375,4 +376,46 @@ TEST(CorrelationIdsTest, WrapsBackToTheStartOfTheRange) {
 }
 
 }  // namespace
+// Interval mode (CANN 8.0.RC3: no external correlation). A launch links to the innermost op on
+// the API record's thread whose push/pop interval contains the API record's start.
+TEST_F(ActivityBuilderTest, WithoutExternalCorrelationTheInnermostOpIntervalOnTheApiThreadLinks) {
+  op(1, kT0, kT0 + 1000);           // outer op on thread 777
+  op(2, kT0 + 100, kT0 + 300);      // nested op, first child
+  op(3, kT0 + 400, kT0 + 600);      // nested op, second child
+  op(4, kT0 + 100, kT0 + 900, 4242, 888);  // an op on another thread covering the same time
+  intervals_ = {{777, 1, kT0, kT0 + 1000}, {777, 2, kT0 + 100, kT0 + 300}, {777, 3, kT0 + 400, kT0 + 600},
+                {888, 4, kT0 + 100, kT0 + 900}};
+  api(11, kT0 + 150, kT0 + 160);         // inside op 2
+  api(12, kT0 + 350, kT0 + 360);         // between the children: the outer op
+  api(13, kT0 + 450, kT0 + 460, 888);    // thread 888: op 4
+  api(14, kT0 + 2000, kT0 + 2010);       // outside every op: unlinked
+  kernel(11, kT0 + 200, kT0 + 250, 0, 3, "K11");
+  kernel(12, kT0 + 400, kT0 + 450, 0, 3, "K12");
+  kernel(13, kT0 + 500, kT0 + 550, 0, 3, "K13");
+  kernel(14, kT0 + 2100, kT0 + 2150, 0, 3, "K14");
+  build();
+  std::map<std::string, const libkineto::ITraceActivity*> linkedOf;
+  for (const auto* k : kernels()) linkedOf[k->name()] = k->linkedActivity();
+  EXPECT_EQ(linkedOf["K11"], ops_[2].get());
+  EXPECT_EQ(linkedOf["K12"], ops_[1].get());
+  EXPECT_EQ(linkedOf["K13"], ops_[4].get());
+  EXPECT_EQ(linkedOf["K14"], nullptr);
+  EXPECT_EQ(counters_.linkedKernels, 3u);
+  EXPECT_EQ(counters_.linkedByOpInterval, 3u);
+  EXPECT_EQ(counters_.mislinksRejected, 0u);
+}
+
+TEST_F(ActivityBuilderTest, ExternalCorrelationWinsOverOpIntervals) {
+  op(1, kT0, kT0 + 1000);
+  op(2, kT0 + 100, kT0 + 300);
+  intervals_ = {{777, 2, kT0 + 100, kT0 + 300}};
+  external(1, 21);
+  api(21, kT0 + 150, kT0 + 160);
+  kernel(21, kT0 + 200, kT0 + 250);
+  build();
+  ASSERT_EQ(kernels().size(), 1u);
+  EXPECT_EQ(kernels()[0]->linkedActivity(), ops_[1].get());
+  EXPECT_EQ(counters_.linkedByOpInterval, 0u);
+}
+
 }  // namespace torch_mspti::test

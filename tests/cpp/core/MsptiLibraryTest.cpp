@@ -362,6 +362,12 @@ TEST_F(MsptiLibraryTest, RelativeAndEmptyLdLibraryPathEntriesAreNeverSearched) {
   EXPECT_EQ(o.foundBy, "LD_LIBRARY_PATH");
   for (const auto& c : o.candidates) {
     if (c.source != "LD_LIBRARY_PATH") continue;
+    if (c.path.empty()) {
+      // an empty or relative entry: reported as never searched, with no path
+      EXPECT_EQ(c.outcome, "skipped");
+      EXPECT_TRUE(contains(c.reason, "never searched")) << c.reason;
+      continue;
+    }
     EXPECT_EQ(c.path.rfind('/', 0), 0u) << "relative candidate " << c.path;
     EXPECT_NE(c.path, "/libmspti.so");
     EXPECT_FALSE(contains(c.path, "/cwd/")) << c.path;
@@ -395,9 +401,14 @@ TEST_F(MsptiLibraryTest, RelativeAscendHomeIsSkipped) {
     return std::string();
   });
   EXPECT_FALSE(o.loaded);
-  const LibraryCandidate* c = o.candidate("cann");
+  // Reported with no path (the report never holds a relative path); the reason names the value.
+  const LibraryCandidate* c = nullptr;
+  for (const auto& cand : o.candidates)
+    if (cand.source == "ASCEND_HOME_PATH") c = &cand;
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->outcome, "skipped");
+  EXPECT_EQ(c->path, "");
+  EXPECT_TRUE(contains(c->reason, "'cann' is not an absolute path")) << c->reason;
 }
 
 TEST_F(MsptiLibraryTest, FailedSearchIsRetriedWhenTheEnvironmentChanges) {

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <mspti/mspti_activity.h>
 
@@ -173,6 +174,25 @@ TEST(MsptiRecordWalkerTest, UnknownKindMidBufferAbandonsTheRest) {
 }
 
 // The buffers below are exact-size heap copies: under ASan any read at or past validSize fails.
+TEST(MsptiRecordWalkerTest, UnknownKindInAnExactSizeBufferIsNeverReadPast) {
+  // The simulator's unknown_kind_every fault: a 56-byte record of kind 99 mid-buffer, and last.
+  RecordBuilder mid;
+  mid.kernel(1, 2, 0, 0, 1, "before").raw(99, kKernelSize).kernel(3, 4, 0, 0, 2, "after");
+  RecordBuilder last;
+  last.kernel(1, 2, 0, 0, 1, "before").raw(99, 4);  // only the 4-byte kind is inside validSize
+  for (RecordBuilder* b : {&mid, &last}) {
+    auto buf = b->exactCopy(b->size());
+    MsptiRecordWalker walker;
+    WalkResult r;
+    walker.walk(buf.get(), b->size(), r);
+    EXPECT_TRUE(r.abandoned);
+    EXPECT_EQ(r.abandonedKind, 99u);
+    EXPECT_EQ(r.abandonedBytes, b->size() - kKernelSize);
+    ASSERT_EQ(r.kernels.size(), 1u);
+    EXPECT_EQ(*r.kernels[0].name, "before");
+  }
+}
+
 TEST(MsptiRecordWalkerTest, TruncatedLastRecordIsAbandonedWithoutReadingPastValidSize) {
   RecordBuilder b;
   b.external(2, 11, 1).kernel(10, 20, 0, 0, 1, "cut");
@@ -227,6 +247,23 @@ TEST(MsptiRecordWalkerTest, ResultsAccumulateUntilCleared) {
   EXPECT_FALSE(r.abandoned);
   EXPECT_EQ(r.abandonedBytes, 0u);
   EXPECT_EQ(r.recordsByKind[MSPTI_ACTIVITY_KIND_KERNEL], 0u);
+}
+
+TEST(MsptiRecordWalkerTest, HundredsOfDistinctNamesInOneBufferAreEachInternedCorrectly) {
+  // More distinct name pointers than the walker's initial name cache holds (it grows).
+  std::vector<std::string> names;
+  for (int i = 0; i < 300; ++i) names.push_back("aclnnKernel_" + std::to_string(i));
+  RecordBuilder b;
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < 300; ++i) b.kernel(1, 2, 0, 0, static_cast<uint64_t>(i + 1), names[i].c_str());
+  MsptiRecordWalker walker;
+  WalkResult r;
+  walker.walk(b.data(), b.size(), r);
+  ASSERT_EQ(r.kernels.size(), 600u);
+  for (int i = 0; i < 600; ++i) {
+    EXPECT_EQ(*r.kernels[i].name, names[i % 300]);
+    EXPECT_EQ(r.kernels[i].name, NameTable::instance().intern(names[i % 300].c_str()));
+  }
 }
 
 }  // namespace

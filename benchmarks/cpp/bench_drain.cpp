@@ -1,0 +1,236 @@
+// B2: stop() latency and completeness against the simulator, the plugin's session versus the
+// reference implementation's drain (torch_npu's MsptiActivityProfilerPoc, mspti.md 9) run in the
+// same process, arms alternating (ABBA) within each size.
+//
+// Simulator: kernel records reach the buffer delivery_delay_ns (200 ms) after the kernel ends.
+//   variant "pull"   : disable_pulls=1, driver_flush_ns=20 ms (MSPTI 26.1: Disable pulls what
+//                      has ended, then the parser stops; drop_after_disable=1)
+//   variant "nopull" : disable_pulls=0, drop_after_disable=0 (Disable pulls nothing; records keep
+//                      arriving on their own schedule until Unsubscribe)
+// Workload per arm: N launches of one short kernel, each inside an op's push/pop (as torch
+// brackets every op), then msptiSimSynchronize (torch.profiler synchronizes the device before
+// stopping), then the timed stop.
+//   plugin   : MsptiActivityProfilerSession configure -> start -> launches -> sync -> stop()
+//              timed; processTrace() afterwards; lost = N - CONCURRENT_KERNEL activities built
+//   baseline : Subscribe, RegisterCallbacks (the plugin's buffer pool into a fresh RecordStore),
+//              Enable KERNEL, COMMUNICATION, ACL_API, EXTERNAL_CORRELATION; push/pop CUSTOM0
+//              directly; stop = FlushAll, sleep 25 ms, repeated until three consecutive polls
+//              add no record (at most 400 polls), then Disable each kind, Unsubscribe,
+//              FlushAll, sleep 25 ms; lost = N - KERNEL records received
+//   floor    : (variant "pull" only, first in each repeat) Disable, FlushAll, Unsubscribe,
+//              FlushAll and nothing else: what the simulator itself needs to hand over the tail
+//              (driver flush, writing the pulled records, our completion callbacks)
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "BenchCommon.h"
+#include "BenchLogger.h"
+#include "Config.h"
+#include "MsptiActivityApi.h"
+#include "MsptiActivityProfilerSession.h"
+#include "MsptiBufferPool.h"
+#include "MsptiLibrary.h"
+#include "RecordStore.h"
+
+namespace {
+
+using namespace torch_mspti;
+constexpr int64_t kMs = 1'000'000;
+constexpr uint64_t kKernelNs = 2'000;
+
+struct ArmResult {
+  double stopMs = 0;
+  int64_t lost = 0;
+  std::string detail;  // plugin: drain exit reason; baseline: polls
+};
+
+template <typename Push, typename Pop>
+void launchAll(const bench::Sim& sim, int64_t n, Push push, Pop pop) {
+  for (int64_t i = 0; i < n; ++i) {
+    push(static_cast<uint64_t>(i + 1));
+    if (sim.launchKernel("bench_kernel", "KERNEL_AIVEC", 0, 1, kKernelNs) == 0)
+      throw std::runtime_error("launch minted no correlation id (kernel collection off?)");
+    pop();
+  }
+  sim.synchronize(-1);
+}
+
+std::string field(const std::string& json, const std::string& key) {
+  auto p = json.find("\"" + key + "\":");
+  if (p == std::string::npos) return "";
+  p += key.size() + 3;
+  auto q = json.find_first_of(",}", p);
+  std::string v = json.substr(p, q - p);
+  v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+  return v;
+}
+
+ArmResult runPlugin(const bench::Sim& sim, int64_t n) {
+  auto s = std::make_unique<MsptiActivityProfilerSession>(
+      Config::instance().snapshot(), std::set<libkineto::ActivityType>{libkineto::ActivityType::CONCURRENT_KERNEL});
+  s->start();
+  if (!s->errors().empty()) throw std::runtime_error("session start: " + s->errors().front());
+  launchAll(sim, n, [&](uint64_t id) { s->pushCorrelationId(id); }, [&] { s->popCorrelationId(); });
+  const int64_t t0 = bench::nowNs();
+  s->stop();
+  const int64_t t1 = bench::nowNs();
+  bench::CollectingLogger logger;
+  s->processTrace(logger);
+  ArmResult r;
+  r.stopMs = static_cast<double>(t1 - t0) / kMs;
+  r.lost = n - static_cast<int64_t>(logger.kernels);
+  const auto meta = s->getMetadata();
+  r.detail = field(meta.at("torch_mspti"), "exit_reason");
+  return r;
+}
+
+ArmResult runBaseline(const bench::Sim& sim, int64_t n) {
+  const MsptiFunctions& f = MsptiLibrary::instance().functions();
+  MsptiActivityApi api(f);
+  MsptiBufferPool& pool = MsptiBufferPool::instance();
+  auto store = std::make_shared<RecordStore>(0);
+  pool.configure(8u << 20, 64);
+  msptiSubscriberHandle sub = nullptr;
+  if (api.subscribe(&sub) != MSPTI_SUCCESS) throw std::runtime_error("baseline: subscribe failed");
+  pool.setSink(store);
+  if (api.registerCallbacks(&MsptiBufferPool::onRequest, &MsptiBufferPool::onComplete) != MSPTI_SUCCESS)
+    throw std::runtime_error("baseline: register failed");
+  const msptiActivityKind kinds[] = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_COMMUNICATION,
+                                     MSPTI_ACTIVITY_KIND_ACL_API, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+  for (auto k : kinds)
+    if (api.enable(k) != MSPTI_SUCCESS) throw std::runtime_error(std::string("baseline: enable ") + kindName(k));
+  launchAll(
+      sim, n, [&](uint64_t id) { f.pushExternalCorrelationId(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id); },
+      [&] {
+        uint64_t last = 0;
+        f.popExternalCorrelationId(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+      });
+
+  const int64_t t0 = bench::nowNs();
+  int quiet = 0, polls = 0;
+  uint64_t prev = store->records();
+  while (polls < 400) {
+    f.flushAll(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    ++polls;
+    const uint64_t cur = store->records();
+    quiet = cur == prev ? quiet + 1 : 0;
+    prev = cur;
+    if (quiet >= 3) break;
+  }
+  for (auto k : kinds) api.disable(k);
+  api.unsubscribe(sub);
+  f.flushAll(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  const int64_t t1 = bench::nowNs();
+  pool.setSink(nullptr);
+
+  ArmResult r;
+  r.stopMs = static_cast<double>(t1 - t0) / kMs;
+  r.lost = n - static_cast<int64_t>(store->kernels().size());
+  r.detail = std::to_string(polls) + " polls";
+  return r;
+}
+
+// The floor of any complete drain for this library: Disable(KERNEL) (which pulls what has ended,
+// 26.1), one FlushAll, Unsubscribe, one more FlushAll; nothing else. Same pool and store as the
+// plugin. Its time is what the simulator itself takes to hand over the tail.
+ArmResult runFloor(const bench::Sim& sim, int64_t n) {
+  const MsptiFunctions& f = MsptiLibrary::instance().functions();
+  MsptiActivityApi api(f);
+  MsptiBufferPool& pool = MsptiBufferPool::instance();
+  auto store = std::make_shared<RecordStore>(0);
+  pool.configure(8u << 20, 64);
+  msptiSubscriberHandle sub = nullptr;
+  if (api.subscribe(&sub) != MSPTI_SUCCESS) throw std::runtime_error("floor: subscribe failed");
+  pool.setSink(store);
+  if (api.registerCallbacks(&MsptiBufferPool::onRequest, &MsptiBufferPool::onComplete) != MSPTI_SUCCESS)
+    throw std::runtime_error("floor: register failed");
+  const msptiActivityKind kinds[] = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                     MSPTI_ACTIVITY_KIND_RUNTIME_API};
+  for (auto k : kinds)
+    if (api.enable(k) != MSPTI_SUCCESS) throw std::runtime_error(std::string("floor: enable ") + kindName(k));
+  launchAll(
+      sim, n, [&](uint64_t id) { f.pushExternalCorrelationId(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id); },
+      [&] {
+        uint64_t last = 0;
+        f.popExternalCorrelationId(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+      });
+  const int64_t t0 = bench::nowNs();
+  for (auto k : kinds) api.disable(k);
+  f.flushAll(1);
+  api.unsubscribe(sub);
+  f.flushAll(1);
+  const int64_t t1 = bench::nowNs();
+  pool.setSink(nullptr);
+  ArmResult r;
+  r.stopMs = static_cast<double>(t1 - t0) / kMs;
+  r.lost = n - static_cast<int64_t>(store->kernels().size());
+  return r;
+}
+
+}  // namespace
+
+int runDrain(const bench::Args& args) {
+  const auto sizes = args.list("sizes", {1000, 10000, 100000});
+  const int64_t reps = args.i("reps", 5);
+  const int64_t delayMs = args.i("delay_ms", 200);
+  const int64_t flushMs = args.i("driver_flush_ms", 20);
+  const bench::Sim& sim = bench::loadSim();
+
+  bench::Json variantsJson;
+  bool ok = true;
+  for (const std::string variant : {"pull", "nopull"}) {
+    bench::Json sizesJson;
+    for (int64_t n : sizes) {
+      sim.resetOptions();
+      sim.set("delivery_delay_ns", delayMs * kMs);
+      sim.set("driver_flush_ns", flushMs * kMs);
+      sim.set("disable_pulls", variant == "pull" ? 1 : 0);
+      sim.set("drop_after_disable", variant == "pull" ? 1 : 0);
+      std::vector<double> stopP, stopB, lostP, lostB, stopF, lostF;
+      std::string reasons, polls;
+      for (int64_t r = 0; r < reps; ++r) {
+        if (variant == "pull") {  // the floor only means something when Disable pulls
+          ArmResult a = runFloor(sim, n);
+          stopF.push_back(a.stopMs);
+          lostF.push_back(static_cast<double>(a.lost));
+        }
+        for (int k = 0; k < 2; ++k) {
+          const bool pluginFirst = r % 2 == 0;
+          if ((k == 0) == pluginFirst) {
+            ArmResult a = runPlugin(sim, n);
+            stopP.push_back(a.stopMs);
+            lostP.push_back(static_cast<double>(a.lost));
+            reasons += (reasons.empty() ? "" : " ") + a.detail;
+          } else {
+            ArmResult a = runBaseline(sim, n);
+            stopB.push_back(a.stopMs);
+            lostB.push_back(static_cast<double>(a.lost));
+            polls = a.detail;
+          }
+        }
+      }
+      for (double l : lostP) ok = ok && l == 0;
+      bench::Json j;
+      j.arr("plugin_stop_ms", stopP).arr("baseline_stop_ms", stopB).arr("plugin_lost", lostP).arr("baseline_lost", lostB);
+      j.arr("floor_stop_ms", stopF).arr("floor_lost", lostF);
+      j.str("plugin_exit_reasons", reasons).str("baseline_last_polls", polls);
+      sizesJson.obj(std::to_string(n), j);
+      std::cerr << "drain " << variant << " n=" << n << " done\n";
+    }
+    variantsJson.obj(variant, sizesJson);
+  }
+  sim.resetOptions();
+  bench::Json params, out;
+  std::vector<double> sz(sizes.begin(), sizes.end());
+  params.arr("sizes", sz).num("reps", static_cast<double>(reps)).num("delivery_delay_ms", static_cast<double>(delayMs))
+      .num("driver_flush_ms", static_cast<double>(flushMs)).num("kernel_ns", kKernelNs);
+  out.str("bench", "drain").obj("params", params).obj("variants", variantsJson).num("ok", ok);
+  std::cout << out.str() << std::endl;
+  return ok ? 0 : 3;
+}

@@ -1,0 +1,335 @@
+#!/usr/bin/env python
+"""torch-mspti benchmark runner: one command for every figure of issue 6.
+
+    python benchmarks/run.py [--smoke] [--json out.json] [--build-dir DIR] [--only B1a,B2,...]
+
+Builds the C++ benchmarks (benchmarks/cpp, CMake option TORCH_MSPTI_BENCHMARKS) into
+--build-dir (default build/bench; configured there when needed, otherwise brought up to date),
+runs every benchmark (C++ ones as `torch_mspti_bench <name>`, Python ones in a fresh interpreter
+each), prints a table and writes the JSON report: machine, versions, parameters, and for every
+figure its median, spread (relative IQR, min, max) and raw samples.
+
+Every comparing figure is a ratio of two arms interleaved within one process. Every benchmark
+checks that every launched kernel was collected; a benchmark that lost data fails the run
+(exit 1) whatever its speed. Targets are reported (PASS/MISS), not enforced, unless --strict.
+--smoke: tiny sizes and few repeats, to keep the benchmarks working in CI (the figures are then
+not meaningful).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import BENCH_DIR, REPO, machine, ratio_summary, summarize, versions  # noqa: E402
+
+FULL = {
+    "pushpop": ["--iters=2000000", "--reps=15"],
+    "drain": ["--sizes=1000,10000,100000", "--reps=5"],
+    "process": ["--sizes=100000,1000000", "--reps=6"],
+    "walk": ["--reps=21", "--names=16,256"],
+    "overhead": ["--ops", "5000", "--reps", "15"],
+    "trace_processing": ["--n", "100000", "--reps", "3"],
+}
+SMOKE = {
+    "pushpop": ["--iters=50000", "--reps=3"],
+    "drain": ["--sizes=200,2000", "--reps=1"],
+    "process": ["--sizes=5000", "--reps=2"],
+    "walk": ["--reps=3", "--names=16,256", "--bytes=1048576"],
+    "overhead": ["--ops", "300", "--reps", "2"],
+    "trace_processing": ["--n", "500", "--reps", "1"],
+}
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- build
+
+
+def build(build_dir: Path) -> Path:
+    """Configures (if needed) and builds the benchmark targets; returns benchmarks/cpp's output dir."""
+    cache = build_dir / "CMakeCache.txt"
+    cache_text = cache.read_text() if cache.exists() else ""
+    if "TORCH_MSPTI_BENCHMARKS:BOOL=ON" not in cache_text:
+        cmd = ["cmake", "-S", str(REPO), "-B", str(build_dir), "-DTORCH_MSPTI_BENCHMARKS=ON",
+               f"-DPython_EXECUTABLE={sys.executable}"]
+        if not cache_text:  # a fresh tree: Release, no Python module
+            cmd += ["-DCMAKE_BUILD_TYPE=Release", "-DTORCH_MSPTI_PYTHON=OFF"]
+            if shutil.which("ninja"):
+                cmd += ["-G", "Ninja"]
+        log("configure: " + " ".join(cmd))
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")
+    cmd = ["cmake", "--build", str(build_dir), "--target", "torch_mspti_benchmarks", "--parallel", jobs]
+    log("build: " + " ".join(cmd))
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return build_dir / "benchmarks" / "cpp"
+
+
+# ---------------------------------------------------------------- running
+
+
+def run_cpp(bin_dir: Path, name: str, args: list[str]) -> dict[str, Any]:
+    cmd = [str(bin_dir / "torch_mspti_bench"), name, *args]
+    log("run: " + " ".join(cmd))
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
+    data = json.loads(lines[-1]) if lines else {"ok": False}
+    data["exit_code"] = res.returncode
+    data["command"] = " ".join(cmd)
+    if res.returncode != 0:
+        data["ok"] = False
+        data["stderr"] = res.stderr[-4000:]
+    return data
+
+
+def run_py(module: str, args: list[str]) -> dict[str, Any]:
+    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"tm_bench_{module}_{os.getpid()}.json"
+    cmd = [sys.executable, str(BENCH_DIR / f"{module}.py"), *args, "--json", str(out)]
+    log("run: " + " ".join(cmd))
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode == 0 and out.exists():
+        data = json.loads(out.read_text())
+        out.unlink()
+    else:
+        data = {"ok": False, "stderr": res.stderr[-4000:]}
+    data["exit_code"] = res.returncode
+    data["command"] = " ".join(cmd[:-2])
+    return data
+
+
+# ---------------------------------------------------------------- figures
+
+
+class Figures:
+    """Rows of the summary table: one figure each, with its target and verdict."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, bench: str, figure: str, stats: dict[str, Any] | None, unit: str, target: str,
+            passed: bool | None, note: str = "") -> None:
+        self.rows.append({"bench": bench, "figure": figure, "unit": unit, "target": target,
+                          "median": stats.get("median") if stats else None,
+                          "rel_iqr": stats.get("rel_iqr") if stats else None,
+                          "min": stats.get("min") if stats else None,
+                          "max": stats.get("max") if stats else None,
+                          "verdict": "n/a" if passed is None else ("PASS" if passed else "MISS"),
+                          "note": note})
+
+    def fail(self, bench: str, why: str) -> None:
+        self.rows.append({"bench": bench, "figure": "benchmark failed", "unit": "", "target": "complete",
+                          "median": None, "rel_iqr": None, "min": None, "max": None,
+                          "verdict": "FAIL", "note": why})
+
+
+def le(stats: dict[str, Any], limit: float) -> bool:
+    return stats["median"] is not None and stats["median"] <= limit
+
+
+def ge(stats: dict[str, Any], limit: float) -> bool:
+    return stats["median"] is not None and stats["median"] >= limit
+
+
+def fig_pushpop(d: dict[str, Any], f: Figures) -> None:
+    arms = {k: summarize(v) for k, v in d["arms"].items()}
+    d["summary"] = arms
+    f.add("B1a", "push+pop per op, plugin -> no-op MSPTI", arms["plugin_noop"], "ns/op", "<= 50",
+          le(arms["plugin_noop"], 50), f"call alone {arms['direct_noop']['median']:.1f} ns")
+    f.add("B1c", "push+pop per op, plugin -> simulator (locked stack)", arms["plugin_sim"], "ns/op", "report",
+          None, f"simulator alone {arms['direct_sim']['median']:.1f} ns; disarmed {arms['disarmed']['median']:.1f} ns")
+
+
+def fig_drain(d: dict[str, Any], f: Figures) -> None:
+    d["summary"] = {}
+    for variant, sizes in d["variants"].items():
+        for n, a in sizes.items():
+            sp, sb = summarize(a["plugin_stop_ms"]), summarize(a["baseline_stop_ms"])
+            ratio = ratio_summary(a["plugin_stop_ms"], a["baseline_stop_ms"])
+            lostp, lostb = max(a["plugin_lost"]), max(a["baseline_lost"])
+            d["summary"][f"{variant}/{n}"] = {"plugin_stop_ms": sp, "baseline_stop_ms": sb, "ratio": ratio,
+                                               "plugin_lost_max": lostp, "baseline_lost_max": lostb}
+            label = f"{variant}, {int(n):,} kernels"
+            if variant == "pull":
+                fl = summarize(a.get("floor_stop_ms", []))
+                d["summary"][f"{variant}/{n}"]["floor_stop_ms"] = fl
+                floor_note = f"; floor {fl['median']:.0f} ms" if fl["median"] is not None else ""
+                f.add("B2", f"stop() ms, {label}", sp, "ms", "<= 40", le(sp, 40),
+                      f"lost {lostp}; baseline {sb['median']:.0f} ms, lost {lostb}{floor_note}")
+                f.add("B2", f"stop / baseline, {label}", ratio, "x", "<= 0.5", le(ratio, 0.5))
+            else:
+                f.add("B2", f"stop() ms, {label}", sp, "ms", "floor = delivery delay", None,
+                      f"lost {lostp}; baseline {sb['median']:.0f} ms, lost {lostb} of {int(n):,}")
+            f.add("B2", f"records lost, {label}", {"median": float(lostp)}, "records", "0", lostp == 0)
+
+
+def fig_process(d: dict[str, Any], f: Figures) -> None:
+    d["summary"] = {}
+    for n, a in d["sizes"].items():
+        n_ = int(n)
+        rate = summarize([n_ / s for s in a["seconds"]])
+        floor = summarize([n_ / s for s in a["floor_seconds"]])
+        over = ratio_summary(a["seconds"], a["floor_seconds"])
+        ours = (a["store_bytes"] + a["transient_peak_bytes"]) / n_
+        d["summary"][n] = {"kernels_per_s": rate, "floor_kernels_per_s": floor, "time_over_floor": over,
+                           "store_bytes_per_kernel": a["store_bytes"] / n_,
+                           "transient_bytes_per_kernel": a["transient_peak_bytes"] / n_,
+                           "kineto_activity_bytes_per_kernel": a["activity_bytes"] / n_}
+        f.add("B3", f"processTrace kernels/s, {n_:,} kernels", rate, "kernels/s", ">= 1e6", ge(rate, 1e6),
+              f"kineto floor {floor['median']:.3g}/s; ours/floor {over['median']:.2f}x")
+        f.add("B3", f"our bytes per kernel, {n_:,} kernels", {"median": ours}, "B/kernel", "<= 400", ours <= 400,
+              f"store {a['store_bytes'] / n_:.0f} + transient {a['transient_peak_bytes'] / n_:.0f}; "
+              f"kineto's activities {a['activity_bytes'] / n_:.0f}")
+
+
+def fig_walk(d: dict[str, Any], f: Figures) -> None:
+    d["summary"] = {}
+    for names, a in d["names"].items():
+        s = {k: summarize(a[k]) for k in ("fresh", "reused", "append")}
+        d["summary"][names] = s
+        mib = d["params"]["bytes"] / (1 << 20)
+        f.add("B4", f"walk {mib:g} MiB buffer, {names} names", s["fresh"], "records/s", ">= 2e7", ge(s["fresh"], 2e7),
+              f"reused walker {s['reused']['median']:.3g}/s; walk+append {s['append']['median']:.3g}/s")
+
+
+def fig_overhead(d: dict[str, Any], f: Figures) -> None:
+    r = d["ratio"]
+    f.add("B1b", "small ops, CPU+PrivateUse1 / CPU-only(+bare consumer)", r, "x", "<= 1.05", le(r, 1.05),
+          f"{d['plugin_us_per_op']['median']:.2f} vs {d['cpu_only_us_per_op']['median']:.2f} us/op")
+    f.add("B1b", "  of which torch+kineto PrivateUse1 mode (idle plugin / CPU-only)", d["ratio_pu1_idle_vs_cpu_only"],
+          "x", "report", None)
+    f.add("B1b", "  of which the plugin's collection (plugin / idle plugin)", d["ratio_plugin_vs_pu1_idle"], "x",
+          "report", None)
+
+
+def fig_trace(d: dict[str, Any], f: Figures) -> None:
+    n = d["params"]["n"]
+    for phase in ("exit", "events", "export"):
+        p = d["per_unit_us"][phase]
+        target = "<= 1 (per-op)" if phase == "exit" else "report"
+        f.add("B3py", f"{phase}: added us per kernel / torch us per op, n={n:,}", p["ratio"], "x", target,
+              le(p["ratio"], 1.0) if phase == "exit" else None,
+              f"{p['plugin_per_kernel']['median']:.2f} vs {p['torch_per_op']['median']:.2f} us")
+
+
+BENCHES: list[tuple[str, str, str, Callable[[dict[str, Any], Figures], None]]] = [
+    ("B1a", "cpp", "pushpop", fig_pushpop),
+    ("B1b", "py", "overhead", fig_overhead),
+    ("B2", "cpp", "drain", fig_drain),
+    ("B3", "cpp", "process", fig_process),
+    ("B3py", "py", "trace_processing", fig_trace),
+    ("B4", "cpp", "walk", fig_walk),
+]
+
+
+def fig_cross(report: dict[str, Any], f: Figures) -> None:
+    """processTrace per kernel (B3, C++ harness) against torch's exit per CPU op (B3py), both at the
+    B3py size when B3 ran it: two processes, so no interleaving; reported, with the caveat."""
+    b3, b3py = report["benchmarks"].get("process"), report["benchmarks"].get("trace_processing")
+    if not (b3 and b3py and b3.get("ok") and b3py.get("ok")):
+        return
+    n = b3py["params"]["n"]
+    if str(n) not in b3.get("sizes", {}):
+        return
+    ours_us = [s / n * 1e6 for s in b3["sizes"][str(n)]["seconds"]]
+    torch_us = b3py["per_unit_us"]["exit"]["torch_per_op"]["median"]
+    stats = summarize([u / torch_us for u in ours_us])
+    f.add("B3x", f"processTrace us per kernel (C++) / torch exit us per op, n={n:,}", stats, "x", "<= 1",
+          le(stats, 1.0), f"{summarize(ours_us)['median']:.2f} vs {torch_us:.2f} us; separate processes")
+
+
+def fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-2):
+            return f"{v:.3g}"
+        return f"{v:.2f}"
+    return str(v)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # plain fallback
+        for r in rows:
+            print(r)
+        return
+    from rich.markup import escape
+
+    t = Table(title=escape("torch-mspti benchmarks (median; spread = relative IQR [min, max])"))
+    for col in ("bench", "figure", "median", "spread", "unit", "target", "verdict", "note"):
+        t.add_column(col, overflow="fold")
+    style = {"PASS": "green", "MISS": "yellow", "FAIL": "bold red", "n/a": "dim"}
+    for r in rows:
+        spread = "-" if r["min"] is None else f"{fmt(r['rel_iqr'])} [{fmt(r['min'])}, {fmt(r['max'])}]"
+        t.add_row(escape(r["bench"]), escape(r["figure"]), fmt(r["median"]), escape(spread), escape(r["unit"]),
+                  escape(r["target"]), f"[{style[r['verdict']]}]{r['verdict']}[/]", escape(r["note"]))
+    Console(width=200).print(t)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (CI): checks completeness, not speed")
+    ap.add_argument("--json", help="write the full report here")
+    ap.add_argument("--build-dir", default=str(REPO / "build" / "bench"))
+    ap.add_argument("--only", help="comma-separated subset of B1a,B1b,B2,B3,B3py,B4")
+    ap.add_argument("--strict", action="store_true", help="also fail (exit 2) when a target is missed")
+    a = ap.parse_args()
+
+    only = set(a.only.split(",")) if a.only else None
+    params = SMOKE if a.smoke else FULL
+    t0 = time.time()
+    report: dict[str, Any] = {"mode": "smoke" if a.smoke else "full", "machine": machine(), "versions": versions(),
+                              "parameters": params, "benchmarks": {}}
+    bin_dir = build(Path(a.build_dir))
+    consumer = bin_dir / "libbench_consumer.so"
+    figures = Figures()
+    failed = False
+    for key, kind, name, figs in BENCHES:
+        if only and key not in only:
+            continue
+        if kind == "cpp":
+            d = run_cpp(bin_dir, name, params[name])
+        else:
+            extra = ["--consumer", str(consumer)] if name == "overhead" else []
+            d = run_py(name, extra + params[name])
+        report["benchmarks"][name] = d
+        if not d.get("ok") or d.get("exit_code"):
+            failed = True
+            figures.fail(key, (d.get("stderr") or f"exit {d.get('exit_code')}").strip().splitlines()[-1][:300]
+                         if (d.get("stderr") or "").strip() else f"completeness check failed (exit {d.get('exit_code')})")
+            continue
+        try:
+            figs(d, figures)
+        except (KeyError, TypeError, ZeroDivisionError) as exc:
+            failed = True
+            figures.fail(key, f"unexpected result: {exc!r}")
+    fig_cross(report, figures)
+    report["figures"] = figures.rows
+    report["seconds"] = time.time() - t0
+    print_table(figures.rows)
+    if a.json:
+        Path(a.json).write_text(json.dumps(report, indent=1))
+        log(f"wrote {a.json}")
+    log(f"done in {report['seconds']:.0f} s")
+    if failed:
+        return 1
+    if a.strict and any(r["verdict"] == "MISS" for r in figures.rows):
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,372 @@
+"""Faults the plugin must survive, each injected on the simulator (README "Fault handling").
+
+Every case profiles in a child process (simrun) and checks that nothing crashed or was raised
+into Python, that the exported trace is valid JSON that passes the checker, and that whatever was
+lost is counted in diagnostics. Simulator fault options are documented in
+src/sim/include/mspti_sim.h (``throw_in``, ``reorder_external``, ``duplicate_kernel_records``,
+``bad_timing_every``, ``unknown_kind_every``, ``never_deliver``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import simrun  # noqa: E402
+from simrun import cpu_ops, kernels, launches  # noqa: E402
+
+from torch_mspti.check import check_trace  # noqa: E402
+
+# Four ops launching two kernels each, one op launching three, one launch outside any op.
+WORKLOAD = """
+with record_function("phase"):
+    for i in range(4):
+        launch(f"F_{i}", {"name": f"FVec_{i}", "type": "KERNEL_AIVEC", "stream": 2})
+    launch({"name": "FTriple", "count": 3, "stream": 3})
+launch_bare({"name": "FBare", "stream": 4})
+sync()
+torch.ones(2) + 1
+"""
+LAUNCHED = 4 * 2 + 3 + 1
+FAST = {"drain_timeout_ms": 200}
+
+
+def _session(run) -> dict:
+    session = run.diagnostics["last_session"]
+    assert session is not None
+    return session
+
+
+def _assert_valid(run) -> None:
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = check_trace(run.trace)
+    assert report.ok, report.to_dict()
+
+
+def _expected(run) -> Counter:
+    return Counter(k["name"] for k in run.launched for _ in range(k["count"]))
+
+
+def _assert_links_right(run) -> None:
+    """The n-th simrun::launch op (time order) is linked to exactly the kernels it launched."""
+    ops = sorted((op for op in cpu_ops(run.trace) if op["name"] == "simrun::launch"), key=lambda o: o["ts"])
+    assert len(ops) == 5
+    expected = [{f"F_{i}", f"FVec_{i}"} for i in range(4)] + [{"FTriple"}]
+    for op, names in zip(ops, expected):
+        linked = {k["name"] for k in kernels(run.trace) if k["args"].get("External id") == op["args"]["External id"]}
+        assert linked == names, (op, linked)
+
+
+# ---------------------------------------------------------------------------------------------
+# Another tool holds MSPTI's only subscriber
+
+
+def test_subscriber_held_by_another_tool_gives_cpu_trace_one_warning_and_a_reason(tmp_path):
+    workload = """
+if profile_index == 0:
+    import ctypes
+    handle = ctypes.c_void_p()
+    out["other_tool_subscribe"] = sim.msptiSubscribe(ctypes.byref(handle), None, None)
+else:
+    launch("HeldK")
+    sync()
+"""
+    run = simrun.run(workload, tmp_path, profiles=2, activities=[["CPU"], ["CPU", "PrivateUse1"]])
+    assert run.extra["other_tool_subscribe"] == 0
+    _assert_valid(run)
+    assert not kernels(run.trace) and not launches(run.trace)
+    assert any(op["name"] == "simrun::launch" for op in cpu_ops(run.trace))
+    assert len(run.doctor_warnings()) == 1, run.doctor_warnings()
+    session = _session(run)
+    assert session["state"] == "failed", session
+    assert any("another tool" in e and "MULTIPLE_SUBSCRIBERS" in e for e in session["errors"]), session["errors"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Any MSPTI entry point throws a C++ exception
+
+THROW_BITS = {"Subscribe": 0x01, "Enable": 0x02, "FlushAll": 0x04, "Push": 0x08, "Pop": 0x10,
+              "Disable": 0x20, "Unsubscribe": 0x40, "RegisterCallbacks": 0x80}
+THROW_ERROR = {"Subscribe": "msptiSubscribe", "Enable": "msptiActivityEnable", "FlushAll": "msptiActivityFlushAll",
+               "Disable": "msptiActivityDisable", "Unsubscribe": "msptiUnsubscribe",
+               "RegisterCallbacks": "msptiActivityRegisterCallbacks"}
+
+
+@pytest.mark.parametrize("entry", list(THROW_BITS))
+def test_entry_point_throwing_a_cpp_exception_is_contained_and_recorded(entry, tmp_path):
+    run = simrun.run(WORKLOAD, tmp_path, sim_options={"throw_in": THROW_BITS[entry]}, config=FAST)
+    _assert_valid(run)  # no crash, no exception into Python, trace valid
+    assert "Traceback" not in run.stderr
+    session = _session(run)
+    if entry in ("Push", "Pop"):
+        # the hot path swallows the exception and counts the failed call
+        assert session["correlation_errors"] > 0, session
+    else:
+        hits = [e for e in session["errors"] if THROW_ERROR[entry] in e and "threw a C++ exception" in e]
+        assert hits, session["errors"]
+    if entry in ("Subscribe", "RegisterCallbacks", "Enable"):
+        assert not kernels(run.trace)
+        assert len(run.doctor_warnings()) == 1, run.doctor_warnings()
+
+
+# ---------------------------------------------------------------------------------------------
+# Buffer pool exhausted; completions with a NULL buffer
+
+
+@pytest.fixture(scope="module")
+def exhausted(tmp_path_factory):
+    workload = """
+launch({"name": "Flood", "count": 3000, "dur_ns": 1000})
+sync()
+"""
+    return simrun.run(workload, tmp_path_factory.mktemp("exhausted"),
+                      config={"buffer_pool_cap": 1, "buffer_size": 64 << 10, "drain_timeout_ms": 300})
+
+
+def test_exhausted_buffer_pool_declines_counts_and_warns_once(exhausted):
+    run = exhausted
+    _assert_valid(run)
+    session = _session(run)
+    assert session["buffers"]["declined"] > 0, session["buffers"]
+    assert run.sim_stats_after["records_dropped"] > 0, run.sim_stats_after
+    got = len(kernels(run.trace))
+    assert 0 < got < 3000, got  # the loss is real and visible
+    warnings = run.doctor_warnings()
+    assert len(warnings) == 1 and "declined" in warnings[0], warnings
+
+
+def test_null_completion_buffers_are_counted(exhausted):
+    # after a declined request MSPTI completes the empty slot as (NULL, 0, 0) (mspti.md 5.1)
+    session = _session(exhausted)
+    assert session["buffers"]["null_completions"] >= 1, session["buffers"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Completions on many threads at once
+
+
+def test_completions_on_many_threads_at_once_lose_nothing(tmp_path):
+    # 64 KiB buffers: ~9 full buffers, each completed on its own simulator worker thread
+    workload = """
+launch({"name": "Burst", "count": 8000, "dur_ns": 1000})
+sync()
+"""
+    run = simrun.run(workload, tmp_path, config={"buffer_size": 64 << 10, "buffer_pool_cap": 4096})
+    _assert_valid(run)
+    session = _session(run)
+    assert session["buffers"]["completed"] >= 8, session["buffers"]
+    assert session["buffers"]["declined"] == 0
+    assert len(kernels(run.trace)) == 8000
+    assert session["drain"]["exit_reason"] == "balanced", session["drain"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Record order and content faults
+
+
+@pytest.mark.parametrize("mode", [1, 2], ids=["after-kernel", "later-buffer"])
+def test_external_correlation_after_its_kernel_or_in_a_later_buffer_still_links_right(mode, tmp_path):
+    run = simrun.run(WORKLOAD, tmp_path, sim_options={"reorder_external": mode})
+    _assert_valid(run)
+    assert Counter(k["name"] for k in kernels(run.trace)) == _expected(run)
+    session = _session(run)
+    assert session["linked_kernels"] == LAUNCHED - 1, session
+    _assert_links_right(run)
+    if mode == 2:
+        assert session["buffers"]["completed"] >= 3, session["buffers"]
+
+
+def test_duplicate_kernel_records_are_deduplicated_and_counted(tmp_path):
+    run = simrun.run(WORKLOAD, tmp_path, sim_options={"duplicate_kernel_records": 1})
+    _assert_valid(run)
+    assert Counter(k["name"] for k in kernels(run.trace)) == _expected(run)
+    session = _session(run)
+    assert session["duplicates"] == LAUNCHED, session
+    assert session["records_by_kind"]["KERNEL"] == 2 * LAUNCHED
+
+
+def test_zero_or_inverted_timing_is_dropped_and_counted(tmp_path):
+    run = simrun.run(WORKLOAD, tmp_path, sim_options={"bad_timing_every": 3})
+    _assert_valid(run)
+    session = _session(run)
+    bad = LAUNCHED // 3
+    assert session["invalid_timing"] == bad, session
+    assert len(kernels(run.trace)) == LAUNCHED - bad
+    for k in kernels(run.trace):
+        assert k["dur"] > 0, k
+
+
+def test_unknown_activity_kind_abandons_the_rest_of_its_buffer_and_counts_it(tmp_path):
+    run = simrun.run(WORKLOAD, tmp_path, sim_options={"unknown_kind_every": 5}, config=FAST)
+    _assert_valid(run)
+    session = _session(run)
+    assert session["buffers"]["abandoned"] >= 1, session["buffers"]
+    assert session["buffers"]["abandoned_bytes"] >= 56, session["buffers"]
+    # the first four kernels were walked; what followed the unknown record was not
+    assert 4 <= len(kernels(run.trace)) < LAUNCHED
+    assert session["drain"]["pending_launches"] > 0, session["drain"]
+
+
+def test_kernel_names_with_quotes_backslashes_and_control_bytes_give_valid_json(tmp_path):
+    workload = r"""
+launch('quote"d', "back\\slash", "ctl\x01\x1f\x7fbyte", "new\nline\ttab")
+import ctypes
+sim.msptiSimLaunchKernel(b"bad\xff\xfeutf8", b"KERNEL_AICORE", 0, 1, 20000)
+sync()
+"""
+    run = simrun.run(workload, tmp_path)
+    _assert_valid(run)  # simrun parsed every trace with json.loads
+    json.loads(run.trace_paths[0].read_text())
+    names = {k["name"] for k in kernels(run.trace)}
+    assert len(names) == 5, names
+    for name in names:
+        assert not any(ord(c) < 0x20 or c in '"\\' for c in name), repr(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# The process-global external-correlation stack with several launching threads
+
+
+def test_eight_threads_launching_keep_the_global_stack_balanced_and_mislinks_are_reported(tmp_path):
+    workload = """
+import threading, time
+
+@torch.library.custom_op("faults::tlaunch", mutates_args=())
+def _tlaunch(t: torch.Tensor, n: int) -> torch.Tensor:
+    time.sleep(0.0003)  # releases the GIL: other threads push their ops meanwhile
+    sim.msptiSimLaunchKernel(f"T{n}".encode(), b"KERNEL_AICORE", 0, 1 + n % 4, 2000)
+    return t.clone()
+
+def worker(w):
+    for i in range(20):
+        torch.ops.faults.tlaunch(x, w * 100 + i)
+
+threads = [threading.Thread(target=worker, args=(w,)) for w in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+sync()
+"""
+    run = simrun.run(workload, tmp_path, experimental_config={"profile_all_threads": True})
+    _assert_valid(run)
+    assert run.sim_stats_after["external_stack_depth"] == 0, run.sim_stats_after
+    session = _session(run)
+    assert len(kernels(run.trace)) == 160
+    # the interleaving is measured and reported, and every accepted link is on the launching thread
+    assert session["mislinks_rejected"] > 0 or session["correlation_interleaved"] > 0, session
+    assert session["correlation_errors"] == 0
+    assert session["linked_kernels"] + session["mislinks_rejected"] <= 160
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels never delivered
+
+
+def test_kernels_never_delivered_end_the_drain_at_its_timeout_and_stay_pending(tmp_path):
+    run = simrun.run(WORKLOAD, tmp_path, sim_options={"never_deliver": 1}, config=FAST)
+    _assert_valid(run)
+    drain = _session(run)["drain"]
+    assert drain["exit_reason"] == "timeout", drain
+    assert drain["pending_launches"] > 0, drain
+    assert drain["ms"] < 1000, drain
+    assert not kernels(run.trace)
+    warnings = run.doctor_warnings()
+    assert len(warnings) == 1 and "pending" in warnings[0], warnings
+
+
+# ---------------------------------------------------------------------------------------------
+# TORCH_MSPTI_LIBRARY pointing at something unusable
+
+
+def _wrong_architecture_library(tmp_path: Path) -> Path:
+    """A copy of the simulator whose ELF header names the other architecture."""
+    src = Path(simrun._simulator_path())
+    data = bytearray(src.read_bytes())
+    machine = struct.unpack_from("<H", data, 18)[0]
+    other = 183 if machine != 183 else 62  # EM_AARCH64 / EM_X86_64
+    struct.pack_into("<H", data, 18, other)
+    path = tmp_path / "wrongarch" / "libmspti.so"
+    path.parent.mkdir()
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _library_missing_symbols(tmp_path: Path) -> Path | None:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    src = tmp_path / "partial.c"
+    src.write_text("int msptiSubscribe(void **s, void *cb, void *u) { (void)cb; (void)u; *s = 0; return 0; }\n")
+    path = tmp_path / "partial" / "libmspti.so"
+    path.parent.mkdir()
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(path), str(src)], check=True, capture_output=True)
+    return path
+
+
+def _assert_cpu_only_with_reason(run) -> str:
+    _assert_valid(run)
+    assert not kernels(run.trace)
+    assert len(run.doctor_warnings()) == 1, run.doctor_warnings()
+    lib = run.diagnostics["library"]
+    assert lib["available"] is False and lib["reason"] and lib["fix"], lib
+    return lib["reason"]
+
+
+def test_library_of_the_wrong_architecture_is_rejected_with_its_reason(tmp_path):
+    path = _wrong_architecture_library(tmp_path)
+    reason = _assert_cpu_only_with_reason(simrun.run(WORKLOAD, tmp_path / "run", library=str(path)))
+    assert "built for" in reason and "this process is" in reason, reason
+
+
+def test_library_missing_required_symbols_is_rejected_with_its_reason(tmp_path):
+    path = _library_missing_symbols(tmp_path)
+    if path is None:
+        pytest.skip("no C compiler to build the partial library")
+    reason = _assert_cpu_only_with_reason(simrun.run(WORKLOAD, tmp_path / "run", library=str(path)))
+    assert "lacks required MSPTI symbols" in reason and "msptiActivityEnable" in reason, reason
+    assert "msptiSubscribe," not in reason  # the one it has is not listed as missing
+
+
+_REASONS = r"""
+import json, sys
+import torch_mspti
+out = {}
+for label, path in json.loads(sys.argv[1]).items():
+    torch_mspti.config.library_path = path
+    out[label] = torch_mspti.diagnostics(load_library=True).library["reason"]
+print(json.dumps(out))
+"""
+
+
+def test_each_unusable_explicit_library_has_its_own_reason(tmp_path):
+    directory = tmp_path / "adir"
+    directory.mkdir()
+    text = tmp_path / "text" / "libmspti.so"
+    text.parent.mkdir()
+    text.write_text("not an ELF file\n")
+    paths = {"directory": str(directory), "not-a-library": str(text),
+             "wrong-architecture": str(_wrong_architecture_library(tmp_path))}
+    partial = _library_missing_symbols(tmp_path)
+    if partial is not None:
+        paths["missing-symbols"] = str(partial)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_MSPTI_")}
+    proc = subprocess.run([sys.executable, "-c", _REASONS, json.dumps(paths)], capture_output=True, text=True,
+                          env=env, timeout=120, check=True)
+    reasons = json.loads(proc.stdout.splitlines()[-1])
+    assert all(reasons.values()), reasons
+    assert len(set(reasons.values())) == len(reasons), reasons
+    assert "director" in reasons["directory"]
+    assert "not an ELF" in reasons["not-a-library"]
+    assert "built for" in reasons["wrong-architecture"]
+    if partial is not None:
+        assert "lacks required MSPTI symbols" in reasons["missing-symbols"]
