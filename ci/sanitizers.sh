@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Sanitizer runs (issue 7, item 4). Any finding fails the stage.
 #
-#  1. ASan + UBSan build of the C++ core, the simulator and their GoogleTest suites (build/san-asan),
-#     ctest with halt_on_error=1.
-#  2. TSan build of the same (build/san-tsan), ctest with halt_on_error=1.
-#  3. The package built with ASan + UBSan (build/san-asan-py) into a throw-away venv that sees the
-#     system site-packages (torch), and a small pytest subset run with libasan preloaded: CPython
-#     and libtorch are not instrumented (sanitising them gives noise, not findings), our
-#     extension and the simulator are. The system environment is never touched, so later stages
-#     see the normal build.
+#  1. ASan + UBSan: the package built with TORCH_MSPTI_SANITIZE="address;undefined" and the C++
+#     tests switched on in the same build (build/san-asan), installed into a throw-away venv that
+#     sees the system site-packages (torch). Then
+#     a. ctest in that build: the C++ core, the simulator and their GoogleTest suites;
+#     b. a small pytest subset run by the venv's python with libasan preloaded: CPython and
+#        libtorch are not instrumented (sanitising them gives noise, not findings); our extension
+#        and the simulator are. The system environment is never touched: later stages see the
+#        normal build.
+#  2. TSan: a plain CMake build of the core, the simulator and the C++ tests (build/san-tsan),
+#     ctest.
+# One build serves both ASan runs (a separate C++-only ASan build would cost as much again).
+# Sanitizer builds use -O1 -g, the usual compromise between build time, speed and useful stacks.
 #
 # Only our code is instrumented (TORCH_MSPTI_SANITIZE applies to the core, the simulator, the
 # bindings and the tests; libtorch_cpu and CPython are prebuilt).
@@ -53,14 +57,15 @@ step() {
 COMMON_ASAN="halt_on_error=1:abort_on_error=1:print_summary=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:print_summary=1"
 
-configure_build() {  # <build dir> <sanitize list>
-  cmake -S . -B "$1" "${generator[@]}" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+SAN_BUILD_TYPE=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g")
+
+tsan_build() {
+  cmake -S . -B build/san-tsan "${generator[@]}" "${SAN_BUILD_TYPE[@]}" \
     -DPython_EXECUTABLE="$PYTHON" \
     -DTORCH_MSPTI_PYTHON=OFF \
     -DTORCH_MSPTI_CPP_TESTS=ON \
-    -DTORCH_MSPTI_SANITIZE="$2" >/dev/null
-  cmake --build "$1" --parallel "$JOBS"
+    -DTORCH_MSPTI_SANITIZE=thread >/dev/null
+  cmake --build build/san-tsan --parallel "$JOBS"
 }
 
 asan_tests() {
@@ -76,15 +81,19 @@ tsan_tests() {
 LIBASAN=$(gcc -print-file-name=libasan.so)
 VENV=build/san-venv
 
-asan_package() {
+asan_build() {
   rm -rf "$VENV"
   "$PYTHON" -m venv --system-site-packages "$VENV"
   # The venv's pip sees the system's torch, nanobind and scikit-build-core (no download); the
-  # package lands in the venv only, shadowing the system's installed copy there.
-  "$VENV/bin/python" -m pip install --no-build-isolation --no-deps --progress-bar off -q . \
+  # package lands in the venv only, shadowing the system's installed copy there. The C++ tests
+  # are built by the same CMake run (not installed).
+  CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" "$VENV/bin/python" -m pip install --no-build-isolation --no-deps --progress-bar off -q . \
+    -Ccmake.build-type=Debug \
+    -Ccmake.define.CMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+    -Ccmake.define.CMAKE_C_FLAGS_DEBUG="-O1 -g" \
     -Ccmake.define.TORCH_MSPTI_SANITIZE="address;undefined" \
-    -Ccmake.build-type=RelWithDebInfo \
-    -Cbuild-dir=build/san-asan-py
+    -Ccmake.define.TORCH_MSPTI_CPP_TESTS=ON \
+    -Cbuild-dir=build/san-asan
   "$VENV/bin/python" - <<'PY'
 import os
 import torch_mspti
@@ -106,19 +115,16 @@ PYTEST_SUBSET=(
 )
 
 asan_pytest() {
-  # No -n: every scenario is already its own child process, and ASan's memory overhead is best
-  # not doubled on a 2-core CI machine.
   LD_PRELOAD="$LIBASAN" \
   ASAN_OPTIONS="${COMMON_ASAN}:detect_leaks=0" \
-    "$VENV/bin/python" -m pytest -q -p no:cacheprovider "${PYTEST_SUBSET[@]}"
+    "$VENV/bin/python" -m pytest -q -n "$JOBS" -p no:cacheprovider "${PYTEST_SUBSET[@]}"
 }
 
-step "asan+ubsan build (C++)" configure_build build/san-asan "address;undefined"
+step "asan+ubsan build (package + C++ tests)" asan_build
 step "asan+ubsan ctest" asan_tests
-step "tsan build (C++)" configure_build build/san-tsan thread
-step "tsan ctest" tsan_tests
-step "asan+ubsan package build (venv)" asan_package
 step "asan+ubsan pytest subset" asan_pytest
+step "tsan build (C++)" tsan_build
+step "tsan ctest" tsan_tests
 rm -rf "$VENV"
 
 echo

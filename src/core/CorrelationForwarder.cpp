@@ -207,6 +207,14 @@ std::vector<OpInterval> CorrelationForwarder::takeIntervals(uint32_t generation)
   return out;
 }
 
+bool CorrelationForwarder::claimOutstanding(int s) noexcept {
+  int64_t n = outstanding_[s].load(std::memory_order_acquire);
+  do {
+    if (n <= 0) return false;
+  } while (!outstanding_[s].compare_exchange_weak(n, n - 1, std::memory_order_acq_rel, std::memory_order_acquire));
+  return true;
+}
+
 uint64_t CorrelationForwarder::disarm() {
   armedGen_.store(0, std::memory_order_release);
   const MsptiFunctions* f = fns_.load(std::memory_order_acquire);
@@ -245,7 +253,14 @@ void CorrelationForwarder::push(Stack s, uint64_t id) noexcept {
   } else if (gen) {
     const MsptiFunctions* f = fns_.load(std::memory_order_relaxed);
     if (callPush(f, s, id) == MSPTI_SUCCESS) {
-      outstanding_[s].fetch_add(1, std::memory_order_relaxed);
+      outstanding_[s].fetch_add(1, std::memory_order_acq_rel);
+      if (armedGen_.load(std::memory_order_acquire) != gen) {
+        // disarm() ran between our check and our push and may have missed it: take it back
+        // unless disarm() already popped it (then the claim fails).
+        uint64_t last = 0;
+        if (claimOutstanding(s)) callPop(f, s, &last);
+        gen = 0;
+      }
     } else {
       errors_.fetch_add(1, std::memory_order_relaxed);
       gen = 0;
@@ -267,10 +282,12 @@ void CorrelationForwarder::pop(Stack s) noexcept {
     recordInterval(t, *this, e.gen, e.id, t.starts[t.depth[s]], realtimeNs());
     return;
   }
+  // Claim the push first: when disarm() has already taken the outstanding pushes, it popped
+  // this one from MSPTI's stack, and popping again would remove an id that is not ours.
+  if (!claimOutstanding(s)) return;
   const MsptiFunctions* f = fns_.load(std::memory_order_relaxed);
   uint64_t last = 0;
   if (callPop(f, s, &last) == MSPTI_SUCCESS) {
-    outstanding_[s].fetch_sub(1, std::memory_order_relaxed);
     if (last != e.id) interleaved_.fetch_add(1, std::memory_order_relaxed);
   } else {
     errors_.fetch_add(1, std::memory_order_relaxed);

@@ -76,6 +76,8 @@ class CorrelationForwarder {
   uint64_t interleaved() const { return interleaved_.load(std::memory_order_relaxed); }
 
  private:
+  // Takes one outstanding push of stack `s`; false when none is left (disarm() took them).
+  bool claimOutstanding(int s) noexcept;
   std::atomic<uint32_t> armedGen_{0};
   uint32_t nextGen_ = 1;
   std::atomic<const MsptiFunctions*> fns_{nullptr};

