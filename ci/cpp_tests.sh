@@ -14,6 +14,7 @@ cmake -S . -B build/cpp "${generator[@]}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPython_EXECUTABLE="$PYTHON" \
   -DTORCH_MSPTI_PYTHON=OFF \
-  -DTORCH_MSPTI_CPP_TESTS=ON
+  -DTORCH_MSPTI_CPP_TESTS=ON \
+  -DTORCH_MSPTI_SIM_DEVICE=OFF
 cmake --build build/cpp --parallel "$JOBS"
 ctest --test-dir build/cpp --output-on-failure --no-tests=error --parallel "$JOBS"

@@ -64,6 +64,7 @@ tsan_build() {
     -DPython_EXECUTABLE="$PYTHON" \
     -DTORCH_MSPTI_PYTHON=OFF \
     -DTORCH_MSPTI_CPP_TESTS=ON \
+    -DTORCH_MSPTI_SIM_DEVICE=OFF \
     -DTORCH_MSPTI_SANITIZE=thread >/dev/null
   cmake --build build/san-tsan --parallel "$JOBS"
 }
@@ -93,6 +94,7 @@ asan_build() {
     -Ccmake.define.CMAKE_C_FLAGS_DEBUG="-O1 -g" \
     -Ccmake.define.TORCH_MSPTI_SANITIZE="address;undefined" \
     -Ccmake.define.TORCH_MSPTI_CPP_TESTS=ON \
+    -Ccmake.define.TORCH_MSPTI_SIM_DEVICE=OFF \
     -Cbuild-dir=build/san-asan
   "$VENV/bin/python" - <<'PY'
 import os
