@@ -55,6 +55,16 @@ def use_library(path: str | _os.PathLike[str]) -> None:
     config.library_path = _os.path.abspath(_os.fspath(path))
 
 
+def __getattr__(name: str):
+    # `torch_mspti.sim` without a separate `import torch_mspti.sim` (PEP 562). The simulator is
+    # opt-in: importing it changes nothing until torch_mspti.sim.enable() is called.
+    if name == "sim":
+        import importlib
+
+        return importlib.import_module(".sim", __name__)
+    raise AttributeError(f"module 'torch_mspti' has no attribute {name!r}")
+
+
 def _register() -> str:
     mode = _os.environ.get("TORCH_MSPTI_PROFILER", "auto").strip().lower() or "auto"
     if mode not in ("auto", "mspti", "off"):
