@@ -96,7 +96,7 @@ asan_build() {
     -Ccmake.define.TORCH_MSPTI_CPP_TESTS=ON \
     -Ccmake.define.TORCH_MSPTI_SIM_DEVICE=OFF \
     -Cbuild-dir=build/san-asan
-  "$VENV/bin/python" - <<'PY'
+  LD_PRELOAD="$LIBASAN" ASAN_OPTIONS=detect_leaks=0 "$VENV/bin/python" - <<'PY'
 import os
 import torch_mspti
 assert os.path.realpath(torch_mspti.__file__).startswith(os.path.realpath("build/san-venv")), torch_mspti.__file__

@@ -307,3 +307,19 @@ def test_demo_dispatches_to_the_simulator_and_returns_its_code(monkeypatch):
     assert calls == [{"workload": "mlp", "steps": 4, "size": 64, "out": "t.json", "device": "sim", "launch_mode": "direct"}]
     assert main(["demo"]) == 3
     assert calls[-1] == {"workload": "phases", "device": "auto", "launch_mode": "direct"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"traceEvents": [{"ph": [], "name": "x"}]}',
+        '{"traceEvents": [{"ph": "X", "cat": ["kernel"], "name": "k", "ts": 1, "dur": 1, "pid": 0, "tid": 1}]}',
+        "[" * 100000 + "]" * 100000,
+    ],
+)
+def test_check_reports_a_malformed_trace_in_one_line_with_exit_2(tmp_path, capsys, text):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "malformed trace" in err[0], err

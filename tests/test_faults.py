@@ -221,13 +221,17 @@ def test_kernel_names_with_quotes_backslashes_and_control_bytes_give_valid_json(
 launch('quote"d', "back\\slash", "ctl\x01\x1f\x7fbyte", "new\nline\ttab")
 import ctypes
 sim.msptiSimLaunchKernel(b"bad\xff\xfeutf8", b"KERNEL_AICORE", 0, 1, 20000)
+# lead bytes that look valid but are not: a UTF-16 surrogate, an overlong form, > U+10FFFF
+sim.msptiSimLaunchKernel(b"sur\xed\xa0\x80rogate", b"KERNEL_AICORE", 0, 1, 20000)
+sim.msptiSimLaunchKernel(b"over\xe0\x80\x80long", b"KERNEL_AICORE", 0, 1, 20000)
+sim.msptiSimLaunchKernel(b"big\xf4\x90\x80\x80", b"KERNEL_AICORE", 0, 1, 20000)
 sync()
 """
     run = simrun.run(workload, tmp_path)
     _assert_valid(run)  # simrun parsed every trace with json.loads
     json.loads(run.trace_paths[0].read_text())
     names = {k["name"] for k in kernels(run.trace)}
-    assert len(names) == 5, names
+    assert len(names) == 8, names
     for name in names:
         assert not any(ord(c) < 0x20 or c in '"\\' for c in name), repr(name)
 

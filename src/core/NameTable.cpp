@@ -18,11 +18,24 @@ NameTable& NameTable::instance() {
 
 namespace {
 
-// Length of the valid UTF-8 sequence starting at p (n bytes available), or 0 when invalid.
+// Length of the well-formed UTF-8 sequence starting at p (n bytes available), or 0: no overlong
+// forms, no UTF-16 surrogates (U+D800..DFFF), nothing above U+10FFFF (Unicode 15, table 3-7).
+// Python's strict decoder, which torch uses on names, rejects exactly those.
 size_t utf8Length(const unsigned char* p, size_t n) {
-  size_t len = p[0] < 0xC2 ? 0 : p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : p[0] < 0xF5 ? 4 : 0;
-  if (len == 0 || len > n) return 0;
-  for (size_t i = 1; i < len; ++i)
+  const unsigned char b0 = p[0];
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) len = 2;
+  else if (b0 == 0xE0) len = 3, lo = 0xA0;
+  else if (b0 >= 0xE1 && b0 <= 0xEC) len = 3;
+  else if (b0 == 0xED) len = 3, hi = 0x9F;
+  else if (b0 >= 0xEE && b0 <= 0xEF) len = 3;
+  else if (b0 == 0xF0) len = 4, lo = 0x90;
+  else if (b0 >= 0xF1 && b0 <= 0xF3) len = 4;
+  else if (b0 == 0xF4) len = 4, hi = 0x8F;
+  else return 0;
+  if (len > n || p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < len; ++i)
     if ((p[i] & 0xC0) != 0x80) return 0;
   return len;
 }

@@ -96,10 +96,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     try:
         report = check_trace(args.trace, min_link_ratio=args.min_link_ratio, max_problems=args.max_problems)
-    except TraceFileError as exc:
-        print(f"{PROG} check: {exc}", file=sys.stderr)
+    except (TraceFileError, TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
+        # TraceFileError: unreadable file; the others: JSON whose events have values of the wrong
+        # type (a list where a string belongs, ...) or nesting too deep to parse.
+        message = str(exc) if isinstance(exc, TraceFileError) else (
+            f"{args.trace}: malformed trace ({_one_line(exc)})")
+        print(f"{PROG} check: {message}", file=sys.stderr)
         if args.json:
-            _dump({"trace": args.trace, "ok": False, "error": str(exc)})
+            _dump({"trace": args.trace, "ok": False, "error": message})
         return 2
     if args.json:
         _dump({"trace": args.trace, **report.to_dict()})
