@@ -84,7 +84,7 @@ CONSISTENT = {"MatMulV2": {"aten::mm", "aten::matmul", "aten::addmm"}, "Add": {"
 def _need_plugin() -> None:
     require_simulator()
     if run_child(PLUGIN).returncode != 0:
-        pytest.skip("torch-mspti profiler plugin (torch_mspti.use_library) not available yet")
+        pytest.fail("torch-mspti profiler plugin (torch_mspti.use_library) is not importable")
 
 
 @pytest.fixture(scope="module", params=["queued", "direct", pytest.param("real", marks=pytest.mark.npu)])
