@@ -304,8 +304,14 @@ def child_report(path):
         json.dump(r, f)
 
 def fork_and_wait(path, timeout=20.0):
-    """fork(); the child reports to `path` and leaves with os._exit, as multiprocessing does.
-    Returns (exit status or 'hung', seconds)."""
+    """fork(); the child reports to `path` and leaves with os._exit, as multiprocessing (and so
+    DataLoader) workers do. Returns (exit status or 'hung', seconds).
+
+    Not sys.exit(): a forked child of any process that has run torch.profiler hangs in a normal
+    interpreter exit, with or without torch-mspti (reproduced with TORCH_DEVICE_BACKEND_AUTOLOAD=0
+    and a CPU-only profile): kineto's ConfigLoader destructor calls pthread_cond_destroy on a
+    condition variable its polling thread was waiting on in the parent, and glibc waits for that
+    waiter, which does not exist in the child. That is kineto's, not ours to work around."""
     sys.stdout.flush(); sys.stderr.flush()
     t0 = time.monotonic()
     pid = os.fork()
