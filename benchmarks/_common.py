@@ -9,8 +9,9 @@ import platform
 import statistics
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
@@ -35,7 +36,7 @@ def summarize(samples: Sequence[float]) -> dict[str, Any]:
 
 def ratio_summary(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     """Per-pair ratios a[i]/b[i] of interleaved arms, summarized (median of the ratios)."""
-    return summarize([x / y for x, y in zip(a, b) if y])
+    return summarize([x / y for x, y in zip(a, b, strict=False) if y])
 
 
 def cpu_model() -> str:
@@ -67,7 +68,7 @@ def versions() -> dict[str, Any]:
     try:
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         out.update(json.loads(res.stdout.strip().splitlines()[-1]))
-    except Exception as exc:  # noqa: BLE001 - reported, not fatal
+    except Exception as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"
     return out
 

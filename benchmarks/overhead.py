@@ -37,13 +37,13 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
-import warnings
 import sys
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CompletenessError, emit, ratio_summary, summarize  # noqa: E402
+from _common import CompletenessError, emit, ratio_summary, summarize
 
 
 def main() -> None:
@@ -55,9 +55,10 @@ def main() -> None:
     a = ap.parse_args()
 
     import torch
+    from torch.profiler import ProfilerActivity, profile
+
     import torch_mspti
     import torch_mspti.sim as sim
-    from torch.profiler import ProfilerActivity, profile
 
     sim.enable(device_count=1, launch_mode="direct", housekeeping_every=0)
     lib = ctypes.CDLL(sim.simulator_library())

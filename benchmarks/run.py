@@ -25,11 +25,12 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import BENCH_DIR, REPO, machine, ratio_summary, summarize, versions  # noqa: E402
+from _common import BENCH_DIR, REPO, machine, ratio_summary, summarize, versions
 
 FULL = {
     "pushpop": ["--iters=2000000", "--reps=15"],
@@ -61,8 +62,15 @@ def build(build_dir: Path) -> Path:
     cache = build_dir / "CMakeCache.txt"
     cache_text = cache.read_text() if cache.exists() else ""
     if "TORCH_MSPTI_BENCHMARKS:BOOL=ON" not in cache_text:
-        cmd = ["cmake", "-S", str(REPO), "-B", str(build_dir), "-DTORCH_MSPTI_BENCHMARKS=ON",
-               f"-DPython_EXECUTABLE={sys.executable}"]
+        cmd = [
+            "cmake",
+            "-S",
+            str(REPO),
+            "-B",
+            str(build_dir),
+            "-DTORCH_MSPTI_BENCHMARKS=ON",
+            f"-DPython_EXECUTABLE={sys.executable}",
+        ]
         if not cache_text:  # a fresh tree: Release, no Python module
             cmd += ["-DCMAKE_BUILD_TYPE=Release", "-DTORCH_MSPTI_PYTHON=OFF"]
             if shutil.which("ninja"):
@@ -117,20 +125,46 @@ class Figures:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
-    def add(self, bench: str, figure: str, stats: dict[str, Any] | None, unit: str, target: str,
-            passed: bool | None, note: str = "") -> None:
-        self.rows.append({"bench": bench, "figure": figure, "unit": unit, "target": target,
-                          "median": stats.get("median") if stats else None,
-                          "rel_iqr": stats.get("rel_iqr") if stats else None,
-                          "min": stats.get("min") if stats else None,
-                          "max": stats.get("max") if stats else None,
-                          "verdict": "n/a" if passed is None else ("PASS" if passed else "MISS"),
-                          "note": note})
+    def add(
+        self,
+        bench: str,
+        figure: str,
+        stats: dict[str, Any] | None,
+        unit: str,
+        target: str,
+        passed: bool | None,
+        note: str = "",
+    ) -> None:
+        self.rows.append(
+            {
+                "bench": bench,
+                "figure": figure,
+                "unit": unit,
+                "target": target,
+                "median": stats.get("median") if stats else None,
+                "rel_iqr": stats.get("rel_iqr") if stats else None,
+                "min": stats.get("min") if stats else None,
+                "max": stats.get("max") if stats else None,
+                "verdict": "n/a" if passed is None else ("PASS" if passed else "MISS"),
+                "note": note,
+            }
+        )
 
     def fail(self, bench: str, why: str) -> None:
-        self.rows.append({"bench": bench, "figure": "benchmark failed", "unit": "", "target": "complete",
-                          "median": None, "rel_iqr": None, "min": None, "max": None,
-                          "verdict": "FAIL", "note": why})
+        self.rows.append(
+            {
+                "bench": bench,
+                "figure": "benchmark failed",
+                "unit": "",
+                "target": "complete",
+                "median": None,
+                "rel_iqr": None,
+                "min": None,
+                "max": None,
+                "verdict": "FAIL",
+                "note": why,
+            }
+        )
 
 
 def le(stats: dict[str, Any], limit: float) -> bool:
@@ -144,12 +178,33 @@ def ge(stats: dict[str, Any], limit: float) -> bool:
 def fig_pushpop(d: dict[str, Any], f: Figures) -> None:
     arms = {k: summarize(v) for k, v in d["arms"].items()}
     d["summary"] = arms
-    f.add("B1a", "push+pop per op, plugin -> no-op MSPTI", arms["plugin_noop"], "ns/op", "<= 50",
-          le(arms["plugin_noop"], 50), f"call alone {arms['direct_noop']['median']:.1f} ns")
-    f.add("B1c", "push+pop per op, plugin -> simulator (locked stack)", arms["plugin_sim"], "ns/op", "report",
-          None, f"simulator alone {arms['direct_sim']['median']:.1f} ns; disarmed {arms['disarmed']['median']:.1f} ns")
-    f.add("B1c", "MSPTI(sim) per launch, plugin's kinds + push/pop", arms["launch_plugin_kinds"], "ns/launch",
-          "report", None, f"KERNEL only (bare consumer) {arms['launch_kernel_only']['median']:.0f} ns")
+    f.add(
+        "B1a",
+        "push+pop per op, plugin -> no-op MSPTI",
+        arms["plugin_noop"],
+        "ns/op",
+        "<= 50",
+        le(arms["plugin_noop"], 50),
+        f"call alone {arms['direct_noop']['median']:.1f} ns",
+    )
+    f.add(
+        "B1c",
+        "push+pop per op, plugin -> simulator (locked stack)",
+        arms["plugin_sim"],
+        "ns/op",
+        "report",
+        None,
+        f"simulator alone {arms['direct_sim']['median']:.1f} ns; disarmed {arms['disarmed']['median']:.1f} ns",
+    )
+    f.add(
+        "B1c",
+        "MSPTI(sim) per launch, plugin's kinds + push/pop",
+        arms["launch_plugin_kinds"],
+        "ns/launch",
+        "report",
+        None,
+        f"KERNEL only (bare consumer) {arms['launch_kernel_only']['median']:.0f} ns",
+    )
 
 
 def fig_drain(d: dict[str, Any], f: Figures) -> None:
@@ -159,19 +214,38 @@ def fig_drain(d: dict[str, Any], f: Figures) -> None:
             sp, sb = summarize(a["plugin_stop_ms"]), summarize(a["baseline_stop_ms"])
             ratio = ratio_summary(a["plugin_stop_ms"], a["baseline_stop_ms"])
             lostp, lostb = max(a["plugin_lost"]), max(a["baseline_lost"])
-            d["summary"][f"{variant}/{n}"] = {"plugin_stop_ms": sp, "baseline_stop_ms": sb, "ratio": ratio,
-                                               "plugin_lost_max": lostp, "baseline_lost_max": lostb}
+            d["summary"][f"{variant}/{n}"] = {
+                "plugin_stop_ms": sp,
+                "baseline_stop_ms": sb,
+                "ratio": ratio,
+                "plugin_lost_max": lostp,
+                "baseline_lost_max": lostb,
+            }
             label = f"{variant}, {int(n):,} kernels"
             if variant == "pull":
                 fl = summarize(a.get("floor_stop_ms", []))
                 d["summary"][f"{variant}/{n}"]["floor_stop_ms"] = fl
                 floor_note = f"; floor {fl['median']:.0f} ms" if fl["median"] is not None else ""
-                f.add("B2", f"stop() ms, {label}", sp, "ms", "<= 40", le(sp, 40),
-                      f"lost {lostp}; baseline {sb['median']:.0f} ms, lost {lostb}{floor_note}")
+                f.add(
+                    "B2",
+                    f"stop() ms, {label}",
+                    sp,
+                    "ms",
+                    "<= 40",
+                    le(sp, 40),
+                    f"lost {lostp}; baseline {sb['median']:.0f} ms, lost {lostb}{floor_note}",
+                )
                 f.add("B2", f"stop / baseline, {label}", ratio, "x", "<= 0.5", le(ratio, 0.5))
             else:
-                f.add("B2", f"stop() ms, {label}", sp, "ms", "floor = delivery delay", None,
-                      f"lost {lostp}; baseline {sb['median']:.0f} ms, lost {lostb} of {int(n):,}")
+                f.add(
+                    "B2",
+                    f"stop() ms, {label}",
+                    sp,
+                    "ms",
+                    "floor = delivery delay",
+                    None,
+                    f"lost {lostp}; baseline {sb['median']:.0f} ms, lost {lostb} of {int(n):,}",
+                )
             f.add("B2", f"records lost, {label}", {"median": float(lostp)}, "records", "0", lostp == 0)
 
 
@@ -183,15 +257,33 @@ def fig_process(d: dict[str, Any], f: Figures) -> None:
         floor = summarize([n_ / s for s in a["floor_seconds"]])
         over = ratio_summary(a["seconds"], a["floor_seconds"])
         ours = (a["store_bytes"] + a["transient_peak_bytes"]) / n_
-        d["summary"][n] = {"kernels_per_s": rate, "floor_kernels_per_s": floor, "time_over_floor": over,
-                           "store_bytes_per_kernel": a["store_bytes"] / n_,
-                           "transient_bytes_per_kernel": a["transient_peak_bytes"] / n_,
-                           "kineto_activity_bytes_per_kernel": a["activity_bytes"] / n_}
-        f.add("B3", f"processTrace kernels/s, {n_:,} kernels", rate, "kernels/s", ">= 1e6", ge(rate, 1e6),
-              f"kineto floor {floor['median']:.3g}/s; ours/floor {over['median']:.2f}x")
-        f.add("B3", f"our bytes per kernel, {n_:,} kernels", {"median": ours}, "B/kernel", "<= 400", ours <= 400,
-              f"store {a['store_bytes'] / n_:.0f} + transient {a['transient_peak_bytes'] / n_:.0f}; "
-              f"kineto's activities {a['activity_bytes'] / n_:.0f}")
+        d["summary"][n] = {
+            "kernels_per_s": rate,
+            "floor_kernels_per_s": floor,
+            "time_over_floor": over,
+            "store_bytes_per_kernel": a["store_bytes"] / n_,
+            "transient_bytes_per_kernel": a["transient_peak_bytes"] / n_,
+            "kineto_activity_bytes_per_kernel": a["activity_bytes"] / n_,
+        }
+        f.add(
+            "B3",
+            f"processTrace kernels/s, {n_:,} kernels",
+            rate,
+            "kernels/s",
+            ">= 1e6",
+            ge(rate, 1e6),
+            f"kineto floor {floor['median']:.3g}/s; ours/floor {over['median']:.2f}x",
+        )
+        f.add(
+            "B3",
+            f"our bytes per kernel, {n_:,} kernels",
+            {"median": ours},
+            "B/kernel",
+            "<= 400",
+            ours <= 400,
+            f"store {a['store_bytes'] / n_:.0f} + transient {a['transient_peak_bytes'] / n_:.0f}; "
+            f"kineto's activities {a['activity_bytes'] / n_:.0f}",
+        )
 
 
 def fig_walk(d: dict[str, Any], f: Figures) -> None:
@@ -200,19 +292,45 @@ def fig_walk(d: dict[str, Any], f: Figures) -> None:
         s = {k: summarize(a[k]) for k in ("fresh", "reused", "append")}
         d["summary"][names] = s
         mib = d["params"]["bytes"] / (1 << 20)
-        f.add("B4", f"walk {mib:g} MiB buffer, {names} names", s["fresh"], "records/s", ">= 2e7", ge(s["fresh"], 2e7),
-              f"reused walker {s['reused']['median']:.3g}/s; walk+append {s['append']['median']:.3g}/s")
+        f.add(
+            "B4",
+            f"walk {mib:g} MiB buffer, {names} names",
+            s["fresh"],
+            "records/s",
+            ">= 2e7",
+            ge(s["fresh"], 2e7),
+            f"reused walker {s['reused']['median']:.3g}/s; walk+append {s['append']['median']:.3g}/s",
+        )
 
 
 def fig_overhead(d: dict[str, Any], f: Figures) -> None:
     r = d["ratio"]
-    f.add("B1b", "small ops, CPU+PrivateUse1 / CPU-only(+bare consumer), thread CPU time", r, "x", "<= 1.05",
-          le(r, 1.05), f"{d['plugin_us_per_op']['median']:.2f} vs {d['cpu_only_us_per_op']['median']:.2f} us/op")
+    f.add(
+        "B1b",
+        "small ops, CPU+PrivateUse1 / CPU-only(+bare consumer), thread CPU time",
+        r,
+        "x",
+        "<= 1.05",
+        le(r, 1.05),
+        f"{d['plugin_us_per_op']['median']:.2f} vs {d['cpu_only_us_per_op']['median']:.2f} us/op",
+    )
     f.add("B1b", "  same, wall time", d["wall_ratio"], "x", "report", None)
-    f.add("B1b", "  of which torch+kineto PrivateUse1 mode (idle plugin / CPU-only)", d["ratio_pu1_idle_vs_cpu_only"],
-          "x", "report", None)
-    f.add("B1b", "  of which the plugin's collection (plugin / idle plugin)", d["ratio_plugin_vs_pu1_idle"], "x",
-          "report", None)
+    f.add(
+        "B1b",
+        "  of which torch+kineto PrivateUse1 mode (idle plugin / CPU-only)",
+        d["ratio_pu1_idle_vs_cpu_only"],
+        "x",
+        "report",
+        None,
+    )
+    f.add(
+        "B1b",
+        "  of which the plugin's collection (plugin / idle plugin)",
+        d["ratio_plugin_vs_pu1_idle"],
+        "x",
+        "report",
+        None,
+    )
 
 
 def fig_trace(d: dict[str, Any], f: Figures) -> None:
@@ -220,9 +338,15 @@ def fig_trace(d: dict[str, Any], f: Figures) -> None:
     for phase in ("exit", "events", "export"):
         p = d["per_unit_us"][phase]
         target = "<= 1 (per-op)" if phase == "exit" else "report"
-        f.add("B3py", f"{phase}: added us per kernel / torch us per op, n={n:,}", p["ratio"], "x", target,
-              le(p["ratio"], 1.0) if phase == "exit" else None,
-              f"{p['plugin_per_kernel']['median']:.2f} vs {p['torch_per_op']['median']:.2f} us")
+        f.add(
+            "B3py",
+            f"{phase}: added us per kernel / torch us per op, n={n:,}",
+            p["ratio"],
+            "x",
+            target,
+            le(p["ratio"], 1.0) if phase == "exit" else None,
+            f"{p['plugin_per_kernel']['median']:.2f} vs {p['torch_per_op']['median']:.2f} us",
+        )
 
 
 BENCHES: list[tuple[str, str, str, Callable[[dict[str, Any], Figures], None]]] = [
@@ -247,8 +371,15 @@ def fig_cross(report: dict[str, Any], f: Figures) -> None:
     ours_us = [s / n * 1e6 for s in b3["sizes"][str(n)]["seconds"]]
     torch_us = b3py["per_unit_us"]["exit"]["torch_per_op"]["median"]
     stats = summarize([u / torch_us for u in ours_us])
-    f.add("B3x", f"processTrace us per kernel (C++) / torch exit us per op, n={n:,}", stats, "x", "<= 1",
-          le(stats, 1.0), f"{summarize(ours_us)['median']:.2f} vs {torch_us:.2f} us; separate processes")
+    f.add(
+        "B3x",
+        f"processTrace us per kernel (C++) / torch exit us per op, n={n:,}",
+        stats,
+        "x",
+        "<= 1",
+        le(stats, 1.0),
+        f"{summarize(ours_us)['median']:.2f} vs {torch_us:.2f} us; separate processes",
+    )
 
 
 def fmt(v: Any) -> str:
@@ -277,8 +408,16 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     style = {"PASS": "green", "MISS": "yellow", "FAIL": "bold red", "n/a": "dim"}
     for r in rows:
         spread = "-" if r["min"] is None else f"{fmt(r['rel_iqr'])} [{fmt(r['min'])}, {fmt(r['max'])}]"
-        t.add_row(escape(r["bench"]), escape(r["figure"]), fmt(r["median"]), escape(spread), escape(r["unit"]),
-                  escape(r["target"]), f"[{style[r['verdict']]}]{r['verdict']}[/]", escape(r["note"]))
+        t.add_row(
+            escape(r["bench"]),
+            escape(r["figure"]),
+            fmt(r["median"]),
+            escape(spread),
+            escape(r["unit"]),
+            escape(r["target"]),
+            f"[{style[r['verdict']]}]{r['verdict']}[/]",
+            escape(r["note"]),
+        )
     Console(width=200).print(t)
 
 
@@ -294,8 +433,13 @@ def main() -> int:
     only = set(a.only.split(",")) if a.only else None
     params = SMOKE if a.smoke else FULL
     t0 = time.time()
-    report: dict[str, Any] = {"mode": "smoke" if a.smoke else "full", "machine": machine(), "versions": versions(),
-                              "parameters": params, "benchmarks": {}}
+    report: dict[str, Any] = {
+        "mode": "smoke" if a.smoke else "full",
+        "machine": machine(),
+        "versions": versions(),
+        "parameters": params,
+        "benchmarks": {},
+    }
     bin_dir = build(Path(a.build_dir))
     consumer = bin_dir / "libbench_consumer.so"
     figures = Figures()
@@ -311,8 +455,12 @@ def main() -> int:
         report["benchmarks"][name] = d
         if not d.get("ok") or d.get("exit_code"):
             failed = True
-            figures.fail(key, (d.get("stderr") or f"exit {d.get('exit_code')}").strip().splitlines()[-1][:300]
-                         if (d.get("stderr") or "").strip() else f"completeness check failed (exit {d.get('exit_code')})")
+            figures.fail(
+                key,
+                (d.get("stderr") or f"exit {d.get('exit_code')}").strip().splitlines()[-1][:300]
+                if (d.get("stderr") or "").strip()
+                else f"completeness check failed (exit {d.get('exit_code')})",
+            )
             continue
         try:
             figs(d, figures)

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import CompletenessError, emit, summarize  # noqa: E402
+from _common import CompletenessError, emit, summarize
 
 
 def main() -> None:
@@ -43,9 +43,10 @@ def main() -> None:
     a = ap.parse_args()
 
     import torch
+    from torch.profiler import ProfilerActivity, profile
+
     import torch_mspti
     import torch_mspti.sim as sim
-    from torch.profiler import ProfilerActivity, profile
 
     sim.enable(device_count=1, launch_mode="direct", housekeeping_every=0)
     lib = ctypes.CDLL(sim.simulator_library())
@@ -117,12 +118,14 @@ def main() -> None:
     for k in names:
         out["arms"][k] = {phase: summarize(v) for phase, v in res[k].items()}
     for phase in ("exit", "events", "export"):
-        plugin_share = [(p - c) / n * 1e6 for p, c in zip(res["npu_plugin"][phase], res["npu_cpu"][phase])]
+        plugin_share = [
+            (p - c) / n * 1e6 for p, c in zip(res["npu_plugin"][phase], res["npu_cpu"][phase], strict=False)
+        ]
         torch_op = [t / n * 1e6 for t in res["torch_ops"][phase]]
         out["per_unit_us"][phase] = {
             "plugin_per_kernel": summarize(plugin_share),
             "torch_per_op": summarize(torch_op),
-            "ratio": summarize([p / t for p, t in zip(plugin_share, torch_op) if t]),
+            "ratio": summarize([p / t for p, t in zip(plugin_share, torch_op, strict=False) if t]),
         }
     emit(out, a.json)
 

@@ -76,8 +76,7 @@ void bindConfig(nb::module_& m) {
             throw nb::type_error((name + ": expected a bool, got " + shown).c_str());
           err = c.setBool(name, nb::cast<bool>(value));
         } else {
-          if (!nb::isinstance<nb::str>(value))
-            throw nb::type_error((name + ": expected a str, got " + shown).c_str());
+          if (!nb::isinstance<nb::str>(value)) throw nb::type_error((name + ": expected a str, got " + shown).c_str());
           err = c.setString(name, nb::cast<std::string>(value));
         }
         if (!err.empty()) {
@@ -90,10 +89,12 @@ void bindConfig(nb::module_& m) {
       "wrong type, ValueError for a value out of range (the message names field, value and range),\n"
       "RuntimeError when changing library_path after a library was loaded. Thread-safe.");
 
-  m.def("config_environment_errors", [] { return Config::instance().environmentErrors(); },
-        "Problems found in TORCH_MSPTI_* environment variables (each was ignored, default kept).");
-  m.def("config_reset", [] { Config::instance().reset(); },
-        "Restore defaults and re-read TORCH_MSPTI_* environment variables.");
+  m.def(
+      "config_environment_errors", [] { return Config::instance().environmentErrors(); },
+      "Problems found in TORCH_MSPTI_* environment variables (each was ignored, default kept).");
+  m.def(
+      "config_reset", [] { Config::instance().reset(); },
+      "Restore defaults and re-read TORCH_MSPTI_* environment variables.");
 }
 
 }  // namespace torch_mspti::bindings

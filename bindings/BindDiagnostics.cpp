@@ -5,8 +5,8 @@
 #include <nanobind/stl/vector.h>
 
 #include "Bindings.h"
-#include "MsptiActivityApi.h"
 #include "ForkGuard.h"
+#include "MsptiActivityApi.h"
 #include "MsptiActivityProfiler.h"
 #include "MsptiBufferPool.h"
 #include "MsptiLibrary.h"
@@ -60,12 +60,13 @@ nb::dict library(bool load) {
     return false;
   };
   caps["kernel"] = r.available ? observed(MSPTI_ACTIVITY_KIND_KERNEL) : nb::object(nb::bool_(false));
-  caps["external_correlation"] = nb::bool_(has("msptiActivityPushExternalCorrelationId") &&
-                                           has("msptiActivityPopExternalCorrelationId"));
+  caps["external_correlation"] =
+      nb::bool_(has("msptiActivityPushExternalCorrelationId") && has("msptiActivityPopExternalCorrelationId"));
   nb::object runtimeApi = observed(MSPTI_ACTIVITY_KIND_RUNTIME_API), api = observed(MSPTI_ACTIVITY_KIND_API);
-  caps["api_records"] = (runtimeApi.is_none() && api.is_none())
-                            ? nb::none()
-                            : nb::object(nb::bool_(nb::cast<bool>(nb::bool_(runtimeApi)) || nb::cast<bool>(nb::bool_(api))));
+  caps["api_records"] =
+      (runtimeApi.is_none() && api.is_none())
+          ? nb::none()
+          : nb::object(nb::bool_(nb::cast<bool>(nb::bool_(runtimeApi)) || nb::cast<bool>(nb::bool_(api))));
   caps["communication"] = observed(MSPTI_ACTIVITY_KIND_COMMUNICATION);
   caps["memcpy_memset"] = observed(MSPTI_ACTIVITY_KIND_MEMCPY);
   caps["is_enabled"] = nb::bool_(has("msptiActivityIsEnabled"));
@@ -101,10 +102,8 @@ void bindDiagnostics(nb::module_& m) {
         // torch forwards its registered factory to kineto on the first PrivateUse1 trace and
         // kineto calls it at once; so after that, our factory having run tells whether ours is
         // the PrivateUse1 profiler kineto uses (None: no PrivateUse1 trace yet).
-        if (!s.forwardedToKineto && !p.factoryCalled.load())
-          d["last_trace_used_ours"] = nb::none();
-        else
-          d["last_trace_used_ours"] = p.factoryCalled.load() && p.configureCalls.load() > 0;
+        if (!s.forwardedToKineto && !p.factoryCalled.load()) d["last_trace_used_ours"] = nb::none();
+        else d["last_trace_used_ours"] = p.factoryCalled.load() && p.configureCalls.load() > 0;
         d["interned_names"] = NameTable::instance().size();
         // Leak checks: buffers MSPTI holds (0 after every drained session) and buffers kept
         // for reuse (bounded).

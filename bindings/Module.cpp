@@ -20,7 +20,9 @@ NB_MODULE(_C, m) {
         if (mode == "auto") md = torch_mspti::RegistrationMode::kAuto;
         else if (mode == "mspti") md = torch_mspti::RegistrationMode::kMspti;
         else if (mode == "off") md = torch_mspti::RegistrationMode::kOff;
-        else throw nb::value_error(("TORCH_MSPTI_PROFILER: '" + mode + "' is not allowed; use auto, mspti or off").c_str());
+        else
+          throw nb::value_error(
+              ("TORCH_MSPTI_PROFILER: '" + mode + "' is not allowed; use auto, mspti or off").c_str());
         return torch_mspti::registerProfiler(md).message;
       },
       nb::arg("mode"),

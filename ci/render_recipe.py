@@ -107,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{platform}: {len(rendered)} variant(s)", end="")
         if rendered:
-            tags = ", ".join(e["build_configuration"]["hash"]["prefix"] + "h" + e["build_configuration"]["hash"]["hash"]
-                             for e in rendered)
+            tags = ", ".join(
+                e["build_configuration"]["hash"]["prefix"] + "h" + e["build_configuration"]["hash"]["hash"]
+                for e in rendered
+            )
             print(f" ({tags})", end="")
         print()
         if platform in SKIPPED_PLATFORMS:

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 import hw_support
+import pytest
 
 _MARKERS = {
     "npu": "needs an Ascend device + CANN + torch_npu",

@@ -18,7 +18,7 @@ import pytest
 
 _MARK = "@@SIM_RESULTS@@"
 
-_RUNNER = r'''
+_RUNNER = r"""
 import json, sys, traceback
 results = {}
 for _name in CHECKS:
@@ -27,7 +27,7 @@ for _name in CHECKS:
     except BaseException as exc:  # noqa: BLE001
         results[_name] = {"ok": False, "error": traceback.format_exc()}
 print("@@SIM_RESULTS@@" + json.dumps(results, default=str), flush=True)
-'''
+"""
 
 
 def simulator_available() -> tuple[bool, str]:
@@ -54,12 +54,10 @@ def require_simulator() -> None:
 def run_child(code: str, timeout: float = 240) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def run_checks(source: str, enable: dict[str, Any] | None, timeout: float = 240,
-               real: bool = False) -> dict[str, Any]:
+def run_checks(source: str, enable: dict[str, Any] | None, timeout: float = 240, real: bool = False) -> dict[str, Any]:
     """Run every ``check_<name>()`` defined in ``source`` in one child process.
 
     ``enable``: keyword arguments for torch_mspti.sim.enable() run first (None: not enabled).
@@ -68,8 +66,9 @@ def run_checks(source: str, enable: dict[str, Any] | None, timeout: float = 240,
     Returns {name: {"ok": bool, "value"|"error": ...}}.
     """
     source = textwrap.dedent(source)
-    names = [line.split("check_", 1)[1].split("(", 1)[0]
-             for line in source.splitlines() if line.startswith("def check_")]
+    names = [
+        line.split("check_", 1)[1].split("(", 1)[0] for line in source.splitlines() if line.startswith("def check_")
+    ]
     preamble = "import torch\n"
     if real:
         preamble = "import os\nos.environ['TASK_QUEUE_ENABLE'] = '0'\nimport torch, torch_npu, torch_mspti\n"
@@ -79,9 +78,10 @@ def run_checks(source: str, enable: dict[str, Any] | None, timeout: float = 240,
     proc = run_child(code, timeout=timeout)
     for line in proc.stdout.splitlines():
         if line.startswith(_MARK):
-            return json.loads(line[len(_MARK):])
-    raise AssertionError(f"child failed (rc={proc.returncode}):\nstdout:\n{proc.stdout[-4000:]}\n"
-                         f"stderr:\n{proc.stderr[-4000:]}")
+            return json.loads(line[len(_MARK) :])
+    raise AssertionError(
+        f"child failed (rc={proc.returncode}):\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+    )
 
 
 def result(results: dict[str, Any], name: str) -> Any:

@@ -30,15 +30,16 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 DOCTOR = "torch-mspti doctor"
 DEFAULT_DELAY_NS = 30_000_000
 CPU_SORT_LIMIT = 5_000_000  # kineto's kExceedMaxPid
 
-_CHILD = r'''
+_CHILD = r"""
 import ctypes, json, os, sys, traceback, types, warnings
 
 P = json.load(open(sys.argv[1]))
@@ -218,19 +219,28 @@ RESULT["sim_stats_after"] = sim_stats()
 RESULT["diagnostics"] = torch_mspti.diagnostics(load_library=P["diagnostics_load"]).to_dict()
 with open(P["result_path"], "w") as f:
     json.dump(RESULT, f, default=str)
-'''
+"""
 
 # Variables that would let the library search find something the scenario did not ask for.
-_SEARCH_ENV = ("TORCH_MSPTI_LIBRARY", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LD_LIBRARY_PATH",
-               "LD_PRELOAD", "ASCEND_RT_VISIBLE_DEVICES")
+_SEARCH_ENV = (
+    "TORCH_MSPTI_LIBRARY",
+    "ASCEND_HOME_PATH",
+    "ASCEND_TOOLKIT_HOME",
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "ASCEND_RT_VISIBLE_DEVICES",
+)
 
 
 def sanitizer_preload() -> str | None:
     """The sanitizer runtimes in this process's LD_PRELOAD (ci/sanitizers.sh preloads libasan for a
     package built with ASan), or None. Children need them too; no other LD_PRELOAD entry is passed
     on (it could be a libmspti the scenario did not ask for)."""
-    keep = [p for p in os.environ.get("LD_PRELOAD", "").replace(" ", ":").split(":")
-            if os.path.basename(p).startswith(("libasan", "libubsan", "libtsan"))]
+    keep = [
+        p
+        for p in os.environ.get("LD_PRELOAD", "").replace(" ", ":").split(":")
+        if os.path.basename(p).startswith(("libasan", "libubsan", "libtsan"))
+    ]
     return ":".join(keep) or None
 
 
@@ -262,13 +272,26 @@ class SimResult:
         return lines + [w for w in self.warnings if DOCTOR in w]
 
 
-def run(workload: str, tmp_path: Path, *, library: str | None = "sim", rename: bool = True,
-        delay_ns: int = DEFAULT_DELAY_NS, sim_options: dict[str, int] | None = None,
-        config: dict[str, Any] | None = None, profiles: int = 1, schedule: dict[str, int] | None = None,
-        steps: int | None = None, activities: Sequence[str] | Sequence[Sequence[str]] = ("CPU", "PrivateUse1"),
-        env: dict[str, str] | None = None, diagnostics_load: bool = False,
-        timeout: float = 180, check: bool = True, generation: str | None = None,
-        experimental_config: dict[str, Any] | None = None) -> SimResult:
+def run(
+    workload: str,
+    tmp_path: Path,
+    *,
+    library: str | None = "sim",
+    rename: bool = True,
+    delay_ns: int = DEFAULT_DELAY_NS,
+    sim_options: dict[str, int] | None = None,
+    config: dict[str, Any] | None = None,
+    profiles: int = 1,
+    schedule: dict[str, int] | None = None,
+    steps: int | None = None,
+    activities: Sequence[str] | Sequence[Sequence[str]] = ("CPU", "PrivateUse1"),
+    env: dict[str, str] | None = None,
+    diagnostics_load: bool = False,
+    timeout: float = 180,
+    check: bool = True,
+    generation: str | None = None,
+    experimental_config: dict[str, Any] | None = None,
+) -> SimResult:
     """Run ``workload`` in a fresh interpreter; see the module docstring.
 
     ``library``: "sim" (``torch_mspti.use_library(simulator)``), "sim-env"
@@ -283,8 +306,7 @@ def run(workload: str, tmp_path: Path, *, library: str | None = "sim", rename: b
     """
     out_dir = Path(tmp_path)
     out_dir.mkdir(parents=True, exist_ok=True)
-    child_env = {k: v for k, v in os.environ.items()
-                 if k not in _SEARCH_ENV and not k.startswith("TORCH_MSPTI_")}
+    child_env = {k: v for k, v in os.environ.items() if k not in _SEARCH_ENV and not k.startswith("TORCH_MSPTI_")}
     child_env.setdefault("OMP_NUM_THREADS", "1")
     if sanitizer_preload():
         child_env["LD_PRELOAD"] = sanitizer_preload()
@@ -298,32 +320,57 @@ def run(workload: str, tmp_path: Path, *, library: str | None = "sim", rename: b
         child_env["TORCH_MSPTI_LIBRARY"] = library
     child_env.update(env or {})
     params = {
-        "workload": textwrap.dedent(workload), "library": library, "rename": rename,
-        "sim_options": sim_opts, "config": config or {}, "profiles": profiles, "schedule": schedule,
+        "workload": textwrap.dedent(workload),
+        "library": library,
+        "rename": rename,
+        "sim_options": sim_opts,
+        "config": config or {},
+        "profiles": profiles,
+        "schedule": schedule,
         "steps": steps,
-        "activities": [a if isinstance(a, str) else list(a) for a in activities], "out_dir": str(out_dir),
-        "result_path": str(out_dir / "simrun_result.json"), "diagnostics_load": diagnostics_load,
-        "generation": generation, "experimental_config": experimental_config,
+        "activities": [a if isinstance(a, str) else list(a) for a in activities],
+        "out_dir": str(out_dir),
+        "result_path": str(out_dir / "simrun_result.json"),
+        "diagnostics_load": diagnostics_load,
+        "generation": generation,
+        "experimental_config": experimental_config,
     }
     (out_dir / "simrun_params.json").write_text(json.dumps(params))
     (out_dir / "simrun_child.py").write_text(_CHILD)
-    proc = subprocess.run([sys.executable, str(out_dir / "simrun_child.py"), str(out_dir / "simrun_params.json")],
-                          capture_output=True, text=True, timeout=timeout, env=child_env, cwd=out_dir)
+    proc = subprocess.run(
+        [sys.executable, str(out_dir / "simrun_child.py"), str(out_dir / "simrun_params.json")],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env,
+        cwd=out_dir,
+    )
     result_path = out_dir / "simrun_result.json"
     if not result_path.exists():
-        raise AssertionError(f"simrun child died (rc={proc.returncode}) without a result\n"
-                             f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-6000:]}")
+        raise AssertionError(
+            f"simrun child died (rc={proc.returncode}) without a result\n"
+            f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-6000:]}"
+        )
     data = json.loads(result_path.read_text())
     if check and (proc.returncode != 0 or not data.get("ok")):
-        raise AssertionError(f"simrun workload failed (rc={proc.returncode}):\n{data.get('error')}\n"
-                             f"stderr:\n{proc.stderr[-6000:]}")
+        raise AssertionError(
+            f"simrun workload failed (rc={proc.returncode}):\n{data.get('error')}\nstderr:\n{proc.stderr[-6000:]}"
+        )
     paths = [Path(p) for p in data["traces"]]
     return SimResult(
-        returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr, warnings=data["warnings"],
-        trace_paths=paths, traces=[json.loads(p.read_text()) for p in paths], profiles=data["profiles"],
-        launched=data["launched"], diagnostics=data["diagnostics"],
-        sim_stats_before=data.get("sim_stats_before"), sim_stats_after=data.get("sim_stats_after"),
-        extra=data["extra"])
+        returncode=proc.returncode,
+        stdout=proc.stdout,
+        stderr=proc.stderr,
+        warnings=data["warnings"],
+        trace_paths=paths,
+        traces=[json.loads(p.read_text()) for p in paths],
+        profiles=data["profiles"],
+        launched=data["launched"],
+        diagnostics=data["diagnostics"],
+        sim_stats_before=data.get("sim_stats_before"),
+        sim_stats_after=data.get("sim_stats_after"),
+        extra=data["extra"],
+    )
 
 
 _SIM_PATHS: dict[str | None, str] = {}

@@ -39,18 +39,46 @@ def make_trace(ops: int = 3, base: float = 0.0) -> dict:
         t = base + 100 * i
         ext, corr = i + 1, CORR0 + i
         ev += [
-            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": HOST, "tid": HOST, "ts": t + 10, "dur": 50,
-             "args": {"External id": ext, "Record function id": 0}},
-            {"ph": "X", "cat": "privateuse1_runtime", "name": "aclnnMm", "pid": HOST, "tid": HOST, "ts": t + 12,
-             "dur": 3, "args": {"External id": ext, "correlation": corr}},
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::mm",
+                "pid": HOST,
+                "tid": HOST,
+                "ts": t + 10,
+                "dur": 50,
+                "args": {"External id": ext, "Record function id": 0},
+            },
+            {
+                "ph": "X",
+                "cat": "privateuse1_runtime",
+                "name": "aclnnMm",
+                "pid": HOST,
+                "tid": HOST,
+                "ts": t + 12,
+                "dur": 3,
+                "args": {"External id": ext, "correlation": corr},
+            },
             {"ph": "s", "id": corr, "pid": HOST, "tid": HOST, "ts": t + 12, "cat": "ac2g", "name": "ac2g"},
-            {"ph": "X", "cat": "kernel", "name": "MatMulV2", "pid": NPU, "tid": STREAM, "ts": t + 16, "dur": 5,
-             "args": {"External id": ext, "device": NPU, "stream": STREAM, "correlation": corr, "type": "kernel"}},
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "MatMulV2",
+                "pid": NPU,
+                "tid": STREAM,
+                "ts": t + 16,
+                "dur": 5,
+                "args": {"External id": ext, "device": NPU, "stream": STREAM, "correlation": corr, "type": "kernel"},
+            },
             {"ph": "f", "id": corr, "pid": NPU, "tid": STREAM, "ts": t + 16, "cat": "ac2g", "name": "ac2g", "bp": "e"},
         ]
     ev.append({"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": base + 100 * ops})
-    return {"schemaVersion": 1, "deviceProperties": [], "traceEvents": ev,
-            "torch_mspti": {"library": {"available": True}}}
+    return {
+        "schemaVersion": 1,
+        "deviceProperties": [],
+        "traceEvents": ev,
+        "torch_mspti": {"library": {"available": True}},
+    }
 
 
 def find(trace: dict, n: int = 0, **match) -> dict:
@@ -72,18 +100,21 @@ def _append_non_object(t):
 
 
 def _list_pid(t):
-    t["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "step", "pid": [HOST], "tid": HOST,
-                             "ts": 5, "dur": 1})
+    t["traceEvents"].append(
+        {"ph": "X", "cat": "user_annotation", "name": "step", "pid": [HOST], "tid": HOST, "ts": 5, "dur": 1}
+    )
 
 
 def _string_ts(t):
-    t["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "step", "pid": HOST, "tid": HOST,
-                             "ts": "5", "dur": 1})
+    t["traceEvents"].append(
+        {"ph": "X", "cat": "user_annotation", "name": "step", "pid": HOST, "tid": HOST, "ts": "5", "dur": 1}
+    )
 
 
 def _nan_dur(t):
-    t["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": "step", "pid": HOST, "tid": HOST,
-                             "ts": 5, "dur": float("nan")})
+    t["traceEvents"].append(
+        {"ph": "X", "cat": "user_annotation", "name": "step", "pid": HOST, "tid": HOST, "ts": 5, "dur": float("nan")}
+    )
 
 
 def _bool_ts_on_flow(t):
@@ -300,8 +331,9 @@ def test_several_finishes_per_start_are_fine():
 
 def test_other_flow_categories_are_ignored():
     trace = make_trace()
-    trace["traceEvents"].append({"ph": "s", "id": 1, "pid": HOST, "tid": HOST, "ts": 11, "cat": "fwdbwd",
-                                 "name": "fwdbwd"})
+    trace["traceEvents"].append(
+        {"ph": "s", "id": 1, "pid": HOST, "tid": HOST, "ts": 11, "cat": "fwdbwd", "name": "fwdbwd"}
+    )
     assert check_trace(trace).ok
 
 
@@ -362,10 +394,10 @@ def test_path_and_gzip_inputs_are_loaded(tmp_path):
     [
         (None, "no such file"),
         (b"", "empty"),
-        (b"{\"traceEvents\": [", "not valid JSON"),
+        (b'{"traceEvents": [', "not valid JSON"),
         (b"\xff\xfe\x00garbage", "not"),
         (b"42", "not a Chrome trace"),
-        (b"{\"events\": []}", "not a Chrome trace"),
+        (b'{"events": []}', "not a Chrome trace"),
     ],
     ids=["missing", "empty", "truncated", "binary", "number", "no-traceEvents"],
 )

@@ -17,35 +17,78 @@ from torch_mspti import cli
 from torch_mspti.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_check import make_trace  # noqa: E402
+from test_check import make_trace
 
 NOT_FOUND_LINE = "libmspti.so not found: source CANN's set_env.sh or set TORCH_MSPTI_LIBRARY"
 
 AVAILABLE = {
     "library": {
-        "available": True, "path": "/usr/local/Ascend/ascend-toolkit/latest/lib64/libmspti.so",
-        "found_by": "ASCEND_TOOLKIT_HOME", "reason": None, "fix": None,
+        "available": True,
+        "path": "/usr/local/Ascend/ascend-toolkit/latest/lib64/libmspti.so",
+        "found_by": "ASCEND_TOOLKIT_HOME",
+        "reason": None,
+        "fix": None,
         "candidates": [
-            {"path": "/opt/custom/libmspti.so", "source": "TORCH_MSPTI_LIBRARY", "outcome": "skipped",
-             "reason": "not set"},
-            {"path": "/usr/local/Ascend/ascend-toolkit/latest/lib64/libmspti.so", "source": "ASCEND_TOOLKIT_HOME",
-             "outcome": "loaded", "reason": "all required symbols resolved"},
+            {
+                "path": "/opt/custom/libmspti.so",
+                "source": "TORCH_MSPTI_LIBRARY",
+                "outcome": "skipped",
+                "reason": "not set",
+            },
+            {
+                "path": "/usr/local/Ascend/ascend-toolkit/latest/lib64/libmspti.so",
+                "source": "ASCEND_TOOLKIT_HOME",
+                "outcome": "loaded",
+                "reason": "all required symbols resolved",
+            },
         ],
-        "symbols": {"resolved": ["msptiSubscribe", "msptiActivityEnable"], "missing_required": [],
-                    "missing_optional": ["msptiActivityEnableMarkerDomain"]},
-        "capabilities": {"kernel": True, "external_correlation": True, "api_records": True,
-                         "communication": False, "memcpy_memset": True, "is_enabled": False},
+        "symbols": {
+            "resolved": ["msptiSubscribe", "msptiActivityEnable"],
+            "missing_required": [],
+            "missing_optional": ["msptiActivityEnableMarkerDomain"],
+        },
+        "capabilities": {
+            "kernel": True,
+            "external_correlation": True,
+            "api_records": True,
+            "communication": False,
+            "memcpy_memset": True,
+            "is_enabled": False,
+        },
         "version": "26.1",
     },
-    "plugin": {"registered": True, "forwarded_to_kineto": True, "privateuse1_backend": "npu", "backend_named": True,
-               "other_profiler": False, "mode": "auto", "sessions": 2, "last_trace_used_ours": True},
+    "plugin": {
+        "registered": True,
+        "forwarded_to_kineto": True,
+        "privateuse1_backend": "npu",
+        "backend_named": True,
+        "other_profiler": False,
+        "mode": "auto",
+        "sessions": 2,
+        "last_trace_used_ours": True,
+    },
     "last_session": {
-        "state": "processed", "errors": [], "records_by_kind": {"kernel": 120, "external_correlation": 118},
-        "kernels": 120, "linked_kernels": 118, "link_ratio": 118 / 120, "unlinked_kernels": 2, "out_of_window": 0,
-        "invalid_timing": 0, "duplicates": 0, "mislinks_rejected": 0,
-        "buffers": {"requested": 4, "completed": 4, "declined": 0}, "records_dropped": 0,
-        "drain": {"exit_reason": "quiet", "flushes": 3, "ms": 1.25, "records_during_drain": 7,
-                  "pending_launches": 0, "late_records": 0},
+        "state": "processed",
+        "errors": [],
+        "records_by_kind": {"kernel": 120, "external_correlation": 118},
+        "kernels": 120,
+        "linked_kernels": 118,
+        "link_ratio": 118 / 120,
+        "unlinked_kernels": 2,
+        "out_of_window": 0,
+        "invalid_timing": 0,
+        "duplicates": 0,
+        "mislinks_rejected": 0,
+        "buffers": {"requested": 4, "completed": 4, "declined": 0},
+        "records_dropped": 0,
+        "drain": {
+            "exit_reason": "quiet",
+            "flushes": 3,
+            "ms": 1.25,
+            "records_during_drain": 7,
+            "pending_launches": 0,
+            "late_records": 0,
+        },
     },
     "totals": {"records_by_kind": {"kernel": 240}, "kernels": 240, "linked_kernels": 236, "link_ratio": 236 / 240},
 }
@@ -53,11 +96,22 @@ AVAILABLE = {
 
 def missing_library() -> dict:
     d = copy.deepcopy(AVAILABLE)
-    d["library"].update(available=False, path=None, found_by=None, version=None, reason="libmspti.so not found",
-                        fix="source CANN's set_env.sh or set TORCH_MSPTI_LIBRARY")
+    d["library"].update(
+        available=False,
+        path=None,
+        found_by=None,
+        version=None,
+        reason="libmspti.so not found",
+        fix="source CANN's set_env.sh or set TORCH_MSPTI_LIBRARY",
+    )
     d["library"]["candidates"] = [
-        {"path": "/usr/local/Ascend/ascend-toolkit/latest/lib64/" + "very-long-directory-name/" * 3 + "libmspti.so",
-         "source": "default", "outcome": "rejected", "reason": "no such file"}]
+        {
+            "path": "/usr/local/Ascend/ascend-toolkit/latest/lib64/" + "very-long-directory-name/" * 3 + "libmspti.so",
+            "source": "default",
+            "outcome": "rejected",
+            "reason": "no such file",
+        }
+    ]
     d["last_session"] = None
     return d
 
@@ -89,8 +143,13 @@ def _package_env(**extra: str) -> dict:
 
 
 def _run_module(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "torch_mspti", *args], capture_output=True, text=True,
-                          env=_package_env(**env), timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "torch_mspti", *args],
+        capture_output=True,
+        text=True,
+        env=_package_env(**env),
+        timeout=300,
+    )
 
 
 def _write(tmp_path: Path, trace) -> str:
@@ -130,8 +189,17 @@ def test_check_json_schema(tmp_path, capsys):
     assert doc["trace"] == path and doc["ok"] is False
     assert doc["problem_count"] == 3 and doc["omitted"] == 2 and doc["counts_by_rule"] == {"flow-end-binding": 3}
     assert set(doc["problems"][0]) == {"rule", "message", "event"}
-    assert set(doc["stats"]) == {"events", "kernels", "linked_kernels", "link_ratio", "launches", "flows",
-                                 "flow_finishes", "device_lanes", "streams"}
+    assert set(doc["stats"]) == {
+        "events",
+        "kernels",
+        "linked_kernels",
+        "link_ratio",
+        "launches",
+        "flows",
+        "flow_finishes",
+        "device_lanes",
+        "streams",
+    }
 
 
 def test_check_min_link_ratio_fails_below_it(tmp_path, capsys):
@@ -283,8 +351,13 @@ def test_doctor_warns_about_another_privateuse1_profiler(fake_diagnostics, capsy
 def test_real_doctor_without_library_exits_1():
     if getattr(torch_mspti, "__file__", None) is None:
         pytest.skip("torch_mspti is a bare source tree here (no __init__.py / built extension)")
-    r = subprocess.run([sys.executable, "-m", "torch_mspti", "doctor", "--json"], capture_output=True, text=True,
-                       env=_package_env(TORCH_MSPTI_LIBRARY="/nonexistent/libmspti.so"), timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "torch_mspti", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env=_package_env(TORCH_MSPTI_LIBRARY="/nonexistent/libmspti.so"),
+        timeout=300,
+    )
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)
     assert doc["library"]["available"] is False and doc["ok"] is False
@@ -304,7 +377,9 @@ def test_demo_dispatches_to_the_simulator_and_returns_its_code(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch_mspti.sim.demo", demo)
     argv = ["demo", "--workload", "mlp", "--steps", "4", "--size", "64", "--out", "t.json", "--device", "sim"]
     assert main(argv) == 3
-    assert calls == [{"workload": "mlp", "steps": 4, "size": 64, "out": "t.json", "device": "sim", "launch_mode": "direct"}]
+    assert calls == [
+        {"workload": "mlp", "steps": 4, "size": 64, "out": "t.json", "device": "sim", "launch_mode": "direct"}
+    ]
     assert main(["demo"]) == 3
     assert calls[-1] == {"workload": "phases", "device": "auto", "launch_mode": "direct"}
 

@@ -70,8 +70,9 @@ def test_off_mode_registers_nothing():
 def test_profiler_mode_from_the_environment(value):
     code = "import torch_mspti, json; print(json.dumps(torch_mspti._C.plugin_report()))"
     env = {**os.environ, "TORCH_MSPTI_PROFILER": value}
-    r = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, env=env,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout.strip().splitlines()[-1])
     if value.strip().lower() == "mspti":

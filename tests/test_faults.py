@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import simrun  # noqa: E402
-from simrun import cpu_ops, kernels, launches  # noqa: E402
+import simrun
+from simrun import cpu_ops, kernels, launches
 
-from torch_mspti.check import check_trace  # noqa: E402
+from torch_mspti.check import check_trace
 
 # Four ops launching two kernels each, one op launching three, one launch outside any op.
 WORKLOAD = """
@@ -61,7 +61,7 @@ def _assert_links_right(run) -> None:
     ops = sorted((op for op in cpu_ops(run.trace) if op["name"] == "simrun::launch"), key=lambda o: o["ts"])
     assert len(ops) == 5
     expected = [{f"F_{i}", f"FVec_{i}"} for i in range(4)] + [{"FTriple"}]
-    for op, names in zip(ops, expected):
+    for op, names in zip(ops, expected, strict=True):
         linked = {k["name"] for k in kernels(run.trace) if k["args"].get("External id") == op["args"]["External id"]}
         assert linked == names, (op, linked)
 
@@ -94,11 +94,24 @@ else:
 # ---------------------------------------------------------------------------------------------
 # Any MSPTI entry point throws a C++ exception
 
-THROW_BITS = {"Subscribe": 0x01, "Enable": 0x02, "FlushAll": 0x04, "Push": 0x08, "Pop": 0x10,
-              "Disable": 0x20, "Unsubscribe": 0x40, "RegisterCallbacks": 0x80}
-THROW_ERROR = {"Subscribe": "msptiSubscribe", "Enable": "msptiActivityEnable", "FlushAll": "msptiActivityFlushAll",
-               "Disable": "msptiActivityDisable", "Unsubscribe": "msptiUnsubscribe",
-               "RegisterCallbacks": "msptiActivityRegisterCallbacks"}
+THROW_BITS = {
+    "Subscribe": 0x01,
+    "Enable": 0x02,
+    "FlushAll": 0x04,
+    "Push": 0x08,
+    "Pop": 0x10,
+    "Disable": 0x20,
+    "Unsubscribe": 0x40,
+    "RegisterCallbacks": 0x80,
+}
+THROW_ERROR = {
+    "Subscribe": "msptiSubscribe",
+    "Enable": "msptiActivityEnable",
+    "FlushAll": "msptiActivityFlushAll",
+    "Disable": "msptiActivityDisable",
+    "Unsubscribe": "msptiUnsubscribe",
+    "RegisterCallbacks": "msptiActivityRegisterCallbacks",
+}
 
 
 @pytest.mark.parametrize("entry", list(THROW_BITS))
@@ -128,8 +141,11 @@ def exhausted(tmp_path_factory):
 launch({"name": "Flood", "count": 3000, "dur_ns": 1000})
 sync()
 """
-    return simrun.run(workload, tmp_path_factory.mktemp("exhausted"),
-                      config={"buffer_pool_cap": 1, "buffer_size": 64 << 10, "drain_timeout_ms": 300})
+    return simrun.run(
+        workload,
+        tmp_path_factory.mktemp("exhausted"),
+        config={"buffer_pool_cap": 1, "buffer_size": 64 << 10, "drain_timeout_ms": 300},
+    )
 
 
 def test_exhausted_buffer_pool_declines_counts_and_warns_once(exhausted):
@@ -358,14 +374,23 @@ def test_each_unusable_explicit_library_has_its_own_reason(tmp_path):
     text = tmp_path / "text" / "libmspti.so"
     text.parent.mkdir()
     text.write_text("not an ELF file\n")
-    paths = {"directory": str(directory), "not-a-library": str(text),
-             "wrong-architecture": str(_wrong_architecture_library(tmp_path))}
+    paths = {
+        "directory": str(directory),
+        "not-a-library": str(text),
+        "wrong-architecture": str(_wrong_architecture_library(tmp_path)),
+    }
     partial = _library_missing_symbols(tmp_path)
     if partial is not None:
         paths["missing-symbols"] = str(partial)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_MSPTI_")}
-    proc = subprocess.run([sys.executable, "-c", _REASONS, json.dumps(paths)], capture_output=True, text=True,
-                          env=env, timeout=120, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _REASONS, json.dumps(paths)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
     reasons = json.loads(proc.stdout.splitlines()[-1])
     assert all(reasons.values()), reasons
     assert len(set(reasons.values())) == len(reasons), reasons

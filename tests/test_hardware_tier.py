@@ -10,15 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import hw_support
+import pytest
 from hw_support import pin_device
 
 TESTS = Path(__file__).resolve().parent
 
 
 # ---- pinning (pure) -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("worker", "expected"),
@@ -58,6 +58,7 @@ def test_pin_worker_from_env_only_in_a_worker_with_devices():
 
 # ---- probes ----------------------------------------------------------------------------------
 
+
 def test_npu_probe_names_what_is_missing(tmp_path):
     ok, reason = hw_support.npu_status(
         {}, has_module=lambda name: False, which=lambda name: None, dev_glob=str(tmp_path / "davinci*")
@@ -91,7 +92,7 @@ def test_cann_probe_finds_a_real_library_but_not_the_simulator(tmp_path):
 
 # ---- the conftest in real xdist workers --------------------------------------------------------
 
-_INNER_TESTS = '''
+_INNER_TESTS = """
 import os
 import pytest
 
@@ -105,7 +106,7 @@ def test_pinned(i):
 @pytest.mark.npu
 def test_needs_npu():
     pass
-'''
+"""
 
 
 @pytest.mark.skipif(shutil.which("npu-smi") is not None, reason="the inner npu test would run on this machine")
@@ -119,8 +120,19 @@ def test_xdist_workers_pin_themselves_and_npu_tests_skip(tmp_path):
     # Only xdist is loaded (fast worker start); -p is forwarded to the workers.
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "xdist.plugin", "-n", "2", "-rs", "-p", "no:cacheprovider",
-         str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "xdist.plugin",
+            "-n",
+            "2",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            str(tmp_path),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -134,6 +146,7 @@ def test_xdist_workers_pin_themselves_and_npu_tests_skip(tmp_path):
 
 
 # ---- hardware (skipped without it) -------------------------------------------------------------
+
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(

@@ -29,11 +29,15 @@ def dist() -> md.Distribution:
 
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items()
-                if k not in ("TORCH_MSPTI_DISABLE", "TORCH_DEVICE_BACKEND_AUTOLOAD", "PYTHONPATH")}
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TORCH_MSPTI_DISABLE", "TORCH_DEVICE_BACKEND_AUTOLOAD", "PYTHONPATH")
+    }
     full_env.update(env)
-    return subprocess.run([sys.executable, "-W", "always", "-c", code], env=full_env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-W", "always", "-c", code], env=full_env, capture_output=True, text=True, timeout=300
+    )
 
 
 def _torch_major_minor() -> tuple[int, int]:
@@ -94,7 +98,9 @@ def test_metadata_pins_the_torch_minor_and_declares_the_entry_points(dist):
     torch_reqs = [r for r in dist.requires or [] if re.match(r"torch\b", r) and "extra" not in r]
     assert len(torch_reqs) == 1, dist.requires
     assert set(re.split(r"[ ,]+", torch_reqs[0].removeprefix("torch").strip())) == {
-        f">={major}.{minor}", f"<{major}.{minor + 1}"}
+        f">={major}.{minor}",
+        f"<{major}.{minor + 1}",
+    }
     eps = {(ep.group, ep.name): ep.value for ep in dist.entry_points}
     assert eps[("torch.backends", "torch_mspti")] == "_torch_mspti_autoload:autoload"
     assert eps[("console_scripts", "torch-mspti")] == "torch_mspti_cli:main"
@@ -111,8 +117,14 @@ def test_wheel_carries_the_extension_stubs_and_simulator_only(dist):
     files = [str(f) for f in dist.files or []]
     assert any(re.fullmatch(r"torch_mspti/_C\..*\.so", f) for f in files), files
     assert any(re.search(r"libmspti_sim\.so$", f) for f in files), files
-    for required in ("torch_mspti/_C.pyi", "torch_mspti/py.typed", "torch_mspti/_build_info.py",
-                     "_torch_mspti_autoload/__init__.py"):
+    for required in (
+        "torch_mspti/_C.pyi",
+        "torch_mspti/py.typed",
+        "torch_mspti/_build_info.py",
+        "_torch_mspti_autoload/__init__.py",
+    ):
         assert required in files
-    leaked = [f for f in files if re.search(r"(CMakeFiles|CMakeCache\.txt|cmake_install\.cmake|\.ninja|\.o$|\.a$|\.in$)", f)]
+    leaked = [
+        f for f in files if re.search(r"(CMakeFiles|CMakeCache\.txt|cmake_install\.cmake|\.ninja|\.o$|\.a$|\.in$)", f)
+    ]
     assert not leaked

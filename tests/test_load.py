@@ -26,17 +26,16 @@ import textwrap
 import time
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).parent))
-import simrun  # noqa: E402
-from simrun import kernels, launches  # noqa: E402
+import simrun
+from simrun import kernels, launches
 
 FORK_REASON = "process was forked from a parent that loaded MSPTI; profiling is disabled in the child"
 WARNING_MARK = "the NPU lane of this trace will be empty or incomplete"
 
 # Common start of every scenario script: the simulator with zero delivery delay, PrivateUse1 named
 # "npu", and `launch(name, count, stream, dur_ns)`: one op (t::launch) launching `count` kernels.
-_PRELUDE = r'''
+_PRELUDE = r"""
 import ctypes, json, os, sys, threading, time, warnings
 import torch, torch_mspti
 from torch.profiler import ProfilerActivity, profile, record_function
@@ -88,12 +87,12 @@ def proc_status():
 
 def diagnostics():
     return torch_mspti.diagnostics(load_library=False).to_dict()
-'''
+"""
 
-_EPILOGUE = r'''
+_EPILOGUE = r"""
 with open(sys.argv[1], "w") as _f:
     json.dump(OUT, _f)
-'''
+"""
 
 
 def _run(tmp_path: Path, body: str, timeout: float = 120, helpers: str = "") -> tuple[dict, str]:
@@ -107,11 +106,18 @@ def _run(tmp_path: Path, body: str, timeout: float = 120, helpers: str = "") -> 
     if simrun.sanitizer_preload():
         env["LD_PRELOAD"] = simrun.sanitizer_preload()
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, str(script), str(result)], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(result)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=tmp_path,
+    )
     took = time.monotonic() - t0
     assert proc.returncode == 0 and result.exists(), (
-        f"scenario failed (rc={proc.returncode}) after {took:.1f}s\nstderr:\n{proc.stderr[-6000:]}")
+        f"scenario failed (rc={proc.returncode}) after {took:.1f}s\nstderr:\n{proc.stderr[-6000:]}"
+    )
     return json.loads(result.read_text()), proc.stderr
 
 
@@ -137,7 +143,9 @@ KERNELS_PER_SESSION = 40
 
 
 def test_thousand_sessions_memory_flat_ids_unique_no_thread_or_buffer_leak(tmp_path):
-    out, stderr = _run(tmp_path, f"""
+    out, stderr = _run(
+        tmp_path,
+        f"""
         import gc
         libc = ctypes.CDLL("libc.so.6")
         N, K = {SESSIONS}, {KERNELS_PER_SESSION}
@@ -164,9 +172,13 @@ def test_thousand_sessions_memory_flat_ids_unique_no_thread_or_buffer_leak(tmp_p
         OUT["per_session_ms"] = (time.monotonic() - t0) / N * 1000
         OUT["diagnostics"] = diagnostics()
         OUT["sim"] = sim_stats()
-        """, timeout=180)
-    print(f"1000 sessions: {out['per_session_ms']:.2f} ms/session, RSS kB {out['rss']}, "
-          f"threads {min(out['threads'])}..{max(out['threads'])}")
+        """,
+        timeout=180,
+    )
+    print(
+        f"1000 sessions: {out['per_session_ms']:.2f} ms/session, RSS kB {out['rss']}, "
+        f"threads {min(out['threads'])}..{max(out['threads'])}"
+    )
     assert out["bad_sessions"] == [], out["bad_sessions"][:5]
     # ids: one plugin launch id per session, never reused, in the plugin's range
     ids = out["ids"]
@@ -199,7 +211,9 @@ def test_thousand_sessions_memory_flat_ids_unique_no_thread_or_buffer_leak(tmp_p
 
 def test_eight_threads_launching_concurrently_with_profile_all_threads(tmp_path):
     threads, per_thread = 8, 100
-    out, stderr = _run(tmp_path, f"""
+    out, stderr = _run(
+        tmp_path,
+        f"""
         from torch.profiler import _ExperimentalConfig
         T, K = {threads}, {per_thread}
         tids = {{}}
@@ -220,14 +234,17 @@ def test_eight_threads_launching_concurrently_with_profile_all_threads(tmp_path)
         OUT["events_kernels"] = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1)
         OUT["session"] = diagnostics()["last_session"]
         OUT["sim"] = sim_stats()
-        """)
+        """,
+    )
     trace = json.loads((tmp_path / "trace.json").read_text())
     tids = {int(t): tid for t, tid in out["tids"].items()}
     ks = kernels(trace)
     assert len(ks) == out["events_kernels"] == threads * per_thread
     assert sorted(k["name"] for k in ks) == sorted(f"T{t}_K{i}" for t in range(threads) for i in range(per_thread))
     runtime = {e["args"]["correlation"]: e for e in launches(trace)}
-    ops = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e["name"] == "t::launch"]
+    ops = [
+        e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e["name"] == "t::launch"
+    ]
     assert {e["tid"] for e in ops} == set(tids.values()), "profile_all_threads did not record every thread's ops"
     linked = 0
     for k in ks:
@@ -238,8 +255,12 @@ def test_eight_threads_launching_concurrently_with_profile_all_threads(tmp_path)
         launcher = tids[int(k["name"][1:].split("_")[0])]
         assert rt["tid"] == launcher, f"{k['name']} linked to an op of thread {rt['tid']}, launched on {launcher}"
         # the launch event sits inside one of that thread's t::launch ops
-        assert any(o["tid"] == launcher and o["ts"] - simrun.TS_TOL_US <= rt["ts"]
-                   and rt["ts"] + rt["dur"] <= simrun.end(o) + simrun.TS_TOL_US for o in ops), rt
+        assert any(
+            o["tid"] == launcher
+            and o["ts"] - simrun.TS_TOL_US <= rt["ts"]
+            and rt["ts"] + rt["dur"] <= simrun.end(o) + simrun.TS_TOL_US
+            for o in ops
+        ), rt
     s = out["session"]
     print(f"8 threads: {linked} of {len(ks)} kernels linked, {s['mislinks_rejected']} foreign-stack links rejected")
     assert linked == s["linked_kernels"] > 0
@@ -342,7 +363,10 @@ def _check_child(report: dict) -> None:
 
 
 def test_fork_during_and_after_a_session_child_exits_and_refuses_profiling(tmp_path):
-    out, stderr = _run(tmp_path, helpers=_FORK_HELPERS, body="""
+    out, stderr = _run(
+        tmp_path,
+        helpers=_FORK_HELPERS,
+        body="""
         with profile(activities=ACTS) as prof:
             launch("before_fork", count=3)
             with record_function("open_across_fork"):  # a range pushed to MSPTI, open at the fork
@@ -359,7 +383,9 @@ def test_fork_during_and_after_a_session_child_exits_and_refuses_profiling(tmp_p
         OUT["later_kernels"] = [e.name for e in prof2.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1]
         OUT["parent_diag"] = diagnostics()
         OUT["sim"] = sim_stats()
-        """, timeout=60)
+        """,
+        timeout=60,
+    )
     for key in ("during", "after"):
         status, seconds = out[key]
         assert status == 0, f"child forked {key} the session: {status} after {seconds:.1f}s"
@@ -376,7 +402,10 @@ def test_fork_during_and_after_a_session_child_exits_and_refuses_profiling(tmp_p
 
 
 def test_dataloader_fork_workers_during_a_session(tmp_path):
-    out, stderr = _run(tmp_path, helpers=_FORK_HELPERS, body="""
+    out, stderr = _run(
+        tmp_path,
+        helpers=_FORK_HELPERS,
+        body="""
         class Data(torch.utils.data.Dataset):
             def __len__(self):
                 return 8
@@ -396,7 +425,9 @@ def test_dataloader_fork_workers_during_a_session(tmp_path):
         OUT["parent_kernels"] = sorted(e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1)
         OUT["parent_session"] = diagnostics()["last_session"]
         OUT["sim"] = sim_stats()
-        """, timeout=60)
+        """,
+        timeout=60,
+    )
     assert len(out["batches"]) == 4
     for w in range(2):
         _check_child(json.loads((tmp_path / f"worker_{w}.json").read_text()))
@@ -412,7 +443,9 @@ def test_dataloader_fork_workers_during_a_session(tmp_path):
 
 def test_stop_with_kernels_still_running_ends_at_the_drain_timeout(tmp_path):
     # No torch.npu module here, so torch does not synchronize the device before stopping.
-    out, stderr = _run(tmp_path, """
+    out, stderr = _run(
+        tmp_path,
+        """
         torch_mspti.config.drain_timeout_ms = 100
         with profile(activities=ACTS) as prof:
             for i in range(4):
@@ -430,7 +463,8 @@ def test_stop_with_kernels_still_running_ends_at_the_drain_timeout(tmp_path):
         OUT["second_session"] = diagnostics()["last_session"]
         OUT["plugin"] = diagnostics()["plugin"]
         OUT["sim"] = sim_stats()
-        """)
+        """,
+    )
     d = out["first_session"]["drain"]
     assert d["exit_reason"] == "timeout" and d["pending_launches"] == 4, d
     # bounded by drain_timeout_ms, not by the kernels (the first long one ends at ~800 ms)

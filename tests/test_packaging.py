@@ -64,6 +64,7 @@ def hook_dir() -> Path:
 
 # ---- torch-minor guard ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("running", ["2.13.0+cpu", "2.13.0", "2.13.1", "2.13.0a0+git1234"])
 def test_same_minor_is_accepted(torch_version_mod, running):
     torch_version_mod.check_torch_version("2.13.0+cpu", running)
@@ -86,10 +87,16 @@ def test_unreadable_version_is_an_import_error(torch_version_mod):
 
 # ---- runtime pin provider ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("version", "pin"),
-    [("2.13.0+cpu", "torch>=2.13,<2.14"), ("2.13.1", "torch>=2.13,<2.14"),
-     ("2.14.0a0+gitabc", "torch>=2.14,<2.15"), ("2.9.1+cu126", "torch>=2.9,<2.10"), ("3.0.0", "torch>=3.0,<3.1")],
+    [
+        ("2.13.0+cpu", "torch>=2.13,<2.14"),
+        ("2.13.1", "torch>=2.13,<2.14"),
+        ("2.14.0a0+gitabc", "torch>=2.14,<2.15"),
+        ("2.9.1+cu126", "torch>=2.9,<2.10"),
+        ("3.0.0", "torch>=3.0,<3.1"),
+    ],
 )
 def test_pin_follows_the_build_torch_minor(torch_pin, monkeypatch, version, pin):
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(__version__=version))
@@ -137,7 +144,9 @@ def test_pyproject_wires_the_provider_and_the_entry_points():
     data = tomllib.loads(pyproject.read_text())
     assert "torch==2.13.*" in data["build-system"]["requires"]
     assert "dependencies" in data["project"]["dynamic"]
-    assert {"path": "_build_support", "module": "torch_pin"} in [e["provider"] for e in data["tool"]["dynamic-metadata"]]
+    assert {"path": "_build_support", "module": "torch_pin"} in [
+        e["provider"] for e in data["tool"]["dynamic-metadata"]
+    ]
     hook = data["project"]["entry-points"]["torch.backends"]["torch_mspti"]
     # Outside the package: importing torch_mspti.<anything> would run its __init__ outside the hook's try.
     assert hook == "_torch_mspti_autoload:autoload"
@@ -167,11 +176,13 @@ def _standin(tmp_path: Path, init: str, entry_point: bool) -> Path:
 
 
 def _run(code: str, path: list[Path], **env: str) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items()
-                if k not in ("TORCH_MSPTI_DISABLE", "TORCH_DEVICE_BACKEND_AUTOLOAD")}
+    full_env = {
+        k: v for k, v in os.environ.items() if k not in ("TORCH_MSPTI_DISABLE", "TORCH_DEVICE_BACKEND_AUTOLOAD")
+    }
     full_env.update(env, PYTHONPATH=os.pathsep.join(map(str, path)))
-    return subprocess.run([sys.executable, "-W", "always", "-c", code], env=full_env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-W", "always", "-c", code], env=full_env, capture_output=True, text=True, timeout=300
+    )
 
 
 _CALL_HOOK = (
@@ -244,6 +255,7 @@ def test_hook_source_leaves_the_backend_to_torch_npu(hook_dir):
 
 # ---- sdist and conda recipe ----------------------------------------------------------------
 
+
 def test_sdist_carries_the_build_inputs(tmp_path):
     pytest.importorskip("scikit_build_core", reason="scikit-build-core is a build-only dependency")
     if not (REPO / "CMakeLists.txt").is_file():
@@ -253,9 +265,17 @@ def test_sdist_carries_the_build_inputs(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with tarfile.open(tmp_path / proc.stdout.strip().splitlines()[-1]) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
-        pkg_info = sdist.extractfile(next(m for m in sdist.getmembers() if m.name.endswith("/PKG-INFO"))).read().decode()
-    for required in ("pyproject.toml", "CMakeLists.txt", "_build_support/torch_pin.py", "cmake/BuildInfo.cmake",
-                     "src/torch_mspti/_build_info.py.in", "src/_torch_mspti_autoload/__init__.py"):
+        pkg_info = (
+            sdist.extractfile(next(m for m in sdist.getmembers() if m.name.endswith("/PKG-INFO"))).read().decode()
+        )
+    for required in (
+        "pyproject.toml",
+        "CMakeLists.txt",
+        "_build_support/torch_pin.py",
+        "cmake/BuildInfo.cmake",
+        "src/torch_mspti/_build_info.py.in",
+        "src/_torch_mspti_autoload/__init__.py",
+    ):
         assert required in names
     assert not [n for n in names if n.startswith(("build/", "dist/")) or n.endswith((".so", ".whl", ".pyc"))]
     assert "Dynamic: Requires-Dist" in pkg_info

@@ -14,10 +14,10 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import simrun  # noqa: E402
-from simrun import kernels  # noqa: E402
+import simrun
+from simrun import kernels
 
-from torch_mspti.check import check_trace  # noqa: E402
+from torch_mspti.check import check_trace
 
 LATE_DELAY_NS = 200_000_000
 NO_PULL = {"disable_pulls": 0, "drop_after_disable": 1}
@@ -46,8 +46,9 @@ def _assert_complete(run):
     assert all(k["correlation"] > 0 for k in run.launched), "the simulator did not record every launch"
     got = Counter(k["name"] for k in kernels(run.trace))
     expected = _expected(run)
-    assert got == expected, (f"missing {expected - got}, extra {got - expected}; drain {drain}; "
-                             f"sim {run.sim_stats_after}")
+    assert got == expected, (
+        f"missing {expected - got}, extra {got - expected}; drain {drain}; sim {run.sim_stats_after}"
+    )
     assert drain["exit_reason"] == "balanced", drain
     assert drain["pending_launches"] == 0, drain
     report = check_trace(run.trace)
@@ -56,8 +57,9 @@ def _assert_complete(run):
 
 
 def test_poll_first_drain_collects_every_kernel_delivered_200ms_late_when_disable_pulls_nothing(tmp_path):
-    run = simrun.run(WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS, sim_options=NO_PULL,
-                     config={"drain_order": "poll_first"})
+    run = simrun.run(
+        WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS, sim_options=NO_PULL, config={"drain_order": "poll_first"}
+    )
     drain = _assert_complete(run)
     assert drain["order"] == "poll_first"
     # the records really were late: still in flight when the workload left the profile
@@ -69,8 +71,9 @@ def test_poll_first_drain_collects_every_kernel_delivered_200ms_late_when_disabl
 
 def test_poll_first_drain_collects_every_kernel_of_multi_kernel_launches(tmp_path):
     # one launch, four kernels: the ledger is satisfied by the first; the siblings must follow
-    run = simrun.run(MULTI_WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS, sim_options=NO_PULL,
-                     config={"drain_order": "poll_first"})
+    run = simrun.run(
+        MULTI_WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS, sim_options=NO_PULL, config={"drain_order": "poll_first"}
+    )
     _assert_complete(run)
     assert run.sim_stats_after["records_dropped"] == 0, run.sim_stats_after
 

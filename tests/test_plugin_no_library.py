@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import simrun  # noqa: E402
-from simrun import flow_events, kernels, launches  # noqa: E402
+import simrun
+from simrun import flow_events, kernels, launches
 
-from torch_mspti.check import check_trace  # noqa: E402
+from torch_mspti.check import check_trace
 
 WORKLOAD = """
 with record_function("phase"):

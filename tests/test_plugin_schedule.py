@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import simrun  # noqa: E402
-from simrun import flow_events, kernels  # noqa: E402
+import simrun
+from simrun import flow_events, kernels
 
-from torch_mspti.check import check_trace  # noqa: E402
+from torch_mspti.check import check_trace
 
 SCHEDULE = {"wait": 1, "warmup": 1, "active": 2, "repeat": 3}
 WORKLOAD = """

@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import simrun  # noqa: E402
-from simrun import flow_events, kernels, launches  # noqa: E402
+import simrun
+from simrun import flow_events, kernels, launches
 
-from torch_mspti.check import check_trace  # noqa: E402
+from torch_mspti.check import check_trace
 
 WORKLOAD = """
 with record_function(f"profile{profile_index}"):
@@ -20,8 +20,7 @@ launch_bare(f"P{profile_index}_bare")
 sync()
 """
 
-NO_DEVICE_CALL = ("buffers_requested", "kernel_records", "external_records", "api_records",
-                  "buffers_completed")
+NO_DEVICE_CALL = ("buffers_requested", "kernel_records", "external_records", "api_records", "buffers_completed")
 
 
 def test_cpu_side_correlation_ids_are_unique_over_five_profiles_and_below_uint32_max(tmp_path):
@@ -37,9 +36,9 @@ def test_cpu_side_correlation_ids_are_unique_over_five_profiles_and_below_uint32
     assert launch_ids and all(2**30 <= i < 2**31 for i in launch_ids)
     assert set(launch_ids) <= set(ids)
     # every profile collected its own kernels
-    for p, t in zip(run.profiles, run.traces):
+    for p, t in zip(run.profiles, run.traces, strict=True):
         names = {k["name"] for k in kernels(t)}
-        assert {n for n in names} and all(n.startswith(f"P{p['index']}_") for n in names), names
+        assert set(names) and all(n.startswith(f"P{p['index']}_") for n in names), names
 
 
 def test_cpu_only_profiling_after_registration_makes_no_mspti_call_and_adds_no_device_event(tmp_path):

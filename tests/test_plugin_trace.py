@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import simrun  # noqa: E402
-from simrun import TS_TOL_US, cpu_ops, end, flow_events, kernels, launches  # noqa: E402
+import simrun
+from simrun import TS_TOL_US, cpu_ops, end, flow_events, kernels, launches
 
-from torch_mspti.check import check_trace  # noqa: E402
+from torch_mspti.check import check_trace
 
 WORKLOAD = """
 with record_function("phase"):
@@ -42,8 +42,7 @@ def trace(run):
 
 
 def _expected_kernel_names(launched, in_op=None) -> Counter:
-    return Counter(k["name"] for k in launched for _ in range(k["count"])
-                   if in_op is None or k["in_op"] == in_op)
+    return Counter(k["name"] for k in launched for _ in range(k["count"]) if in_op is None or k["in_op"] == in_op)
 
 
 def _op_by_external_id(trace) -> dict[int, dict]:
@@ -160,8 +159,13 @@ def test_arrow_ends_lie_on_different_lanes(trace):
 def test_arrow_finishes_sit_on_kernels_that_agree_with_the_launch(trace):
     by_corr = {e["args"]["correlation"]: e for e in launches(trace)}
     for f in flow_events(trace, "f"):
-        ks = [k for k in kernels(trace) if k["args"]["correlation"] == f["id"]
-              and (k["pid"], k["tid"]) == (f["pid"], f["tid"]) and abs(k["ts"] - f["ts"]) <= TS_TOL_US]
+        ks = [
+            k
+            for k in kernels(trace)
+            if k["args"]["correlation"] == f["id"]
+            and (k["pid"], k["tid"]) == (f["pid"], f["tid"])
+            and abs(k["ts"] - f["ts"]) <= TS_TOL_US
+        ]
         assert len(ks) == 1, f"flow finish {f} does not sit on exactly one kernel: {ks}"
         assert ks[0]["args"]["External id"] == by_corr[f["id"]]["args"]["External id"]
 

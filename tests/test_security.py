@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import simrun  # noqa: E402
+import simrun
 
 _PROBE = r"""
 import json
@@ -30,12 +30,16 @@ print(json.dumps({"library": lib, "maps": maps}))
 
 
 def _probe(cwd: Path, env_extra: dict[str, str]) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("TORCH_MSPTI_") and k not in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME",
-                                                             "LD_LIBRARY_PATH", "LD_PRELOAD")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TORCH_MSPTI_")
+        and k not in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LD_LIBRARY_PATH", "LD_PRELOAD")
+    }
     env.update(env_extra)
-    proc = subprocess.run([sys.executable, "-c", _PROBE], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=True
+    )
     return json.loads(proc.stdout.splitlines()[-1])
 
 
@@ -48,8 +52,9 @@ def test_search_never_loads_from_the_current_directory_or_a_relative_path(tmp_pa
         d.mkdir(parents=True, exist_ok=True)
         shutil.copy(sim, d / "libmspti.so")
         shutil.copy(sim, d / "libprofapi.so")  # so that the profapi check would not stop a candidate
-    out = _probe(tmp_path, {"LD_LIBRARY_PATH": "rel::.:./rel", "ASCEND_HOME_PATH": "cann",
-                            "ASCEND_TOOLKIT_HOME": "./cann"})
+    out = _probe(
+        tmp_path, {"LD_LIBRARY_PATH": "rel::.:./rel", "ASCEND_HOME_PATH": "cann", "ASCEND_TOOLKIT_HOME": "./cann"}
+    )
     lib = out["library"]
     assert lib["available"] is False, lib
     assert str(tmp_path) not in out["maps"], "a library from the test directory was mapped"

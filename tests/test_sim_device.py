@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sim_support import require_simulator, result, run_checks, run_child  # noqa: E402
+from sim_support import require_simulator, result, run_checks, run_child
 
-CHECKS = r'''
+CHECKS = r"""
 import ctypes, os, time
 import torch_mspti.sim as sim
 
@@ -141,7 +141,7 @@ def check_idempotent_enable():
         return "no error"
     except RuntimeError as e:
         return str(e)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -224,22 +224,27 @@ def _child_error(code: str) -> str:
 
 def test_never_activates_by_itself():
     require_simulator()
-    out = _child_error("import torch, torch_mspti.sim\n"
-                       "print(torch._C._get_privateuse1_backend_name(), hasattr(torch, 'npu'))")
+    out = _child_error(
+        "import torch, torch_mspti.sim\nprint(torch._C._get_privateuse1_backend_name(), hasattr(torch, 'npu'))"
+    )
     assert "privateuseone False" in out
 
 
 def test_refuses_when_torch_npu_loaded():
     require_simulator()
-    out = _child_error("import sys, types, torch\nsys.modules['torch_npu'] = types.ModuleType('torch_npu')\n"
-                       "import torch_mspti.sim as s\ntry:\n    s.enable()\nexcept RuntimeError as e:\n"
-                       "    print('REFUSED', e)\n")
+    out = _child_error(
+        "import sys, types, torch\nsys.modules['torch_npu'] = types.ModuleType('torch_npu')\n"
+        "import torch_mspti.sim as s\ntry:\n    s.enable()\nexcept RuntimeError as e:\n"
+        "    print('REFUSED', e)\n"
+    )
     assert "REFUSED" in out and "torch_npu is imported" in out
 
 
 def test_refuses_other_backend_name():
     require_simulator()
-    out = _child_error("import torch\ntorch.utils.rename_privateuse1_backend('foo')\n"
-                       "import torch_mspti.sim as s\ntry:\n    s.enable()\nexcept RuntimeError as e:\n"
-                       "    print('REFUSED', e)\n")
+    out = _child_error(
+        "import torch\ntorch.utils.rename_privateuse1_backend('foo')\n"
+        "import torch_mspti.sim as s\ntry:\n    s.enable()\nexcept RuntimeError as e:\n"
+        "    print('REFUSED', e)\n"
+    )
     assert "REFUSED" in out and "'foo'" in out

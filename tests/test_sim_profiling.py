@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sim_support import require_simulator, result, run_checks, run_child  # noqa: E402
+from sim_support import require_simulator, result, run_checks, run_child
 
-COMMON = r'''
+COMMON = r"""
 import json, os, tempfile
 from torch.profiler import profile, ProfilerActivity, record_function
 ACT = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
@@ -74,11 +74,16 @@ def check_backward():
     with profile(activities=ACT) as prof:
         m(x).pow(2).mean().backward()
     return _summary(*_trace(prof))
-'''
+"""
 
 PLUGIN = "import torch_mspti, sys\nsys.exit(0 if hasattr(torch_mspti, 'use_library') else 3)\n"
-CONSISTENT = {"MatMulV2": {"aten::mm", "aten::matmul", "aten::addmm"}, "Add": {"aten::add"},
-              "ReduceSum": {"aten::sum"}, "Mul": {"aten::mul"}, "Sub": {"aten::sub"}}
+CONSISTENT = {
+    "MatMulV2": {"aten::mm", "aten::matmul", "aten::addmm"},
+    "Add": {"aten::add"},
+    "ReduceSum": {"aten::sum"},
+    "Mul": {"aten::mul"},
+    "Sub": {"aten::sub"},
+}
 
 
 def _need_plugin() -> None:
@@ -136,7 +141,7 @@ def test_streams_overlap_on_device_lanes_but_not_within_one(traces):
         lanes.setdefault((k["pid"], k["tid"]), []).append(k)
     for ks in lanes.values():
         ks.sort(key=lambda k: k["ts"])
-        for a, b in zip(ks, ks[1:]):
+        for a, b in zip(ks, ks[1:], strict=False):
             assert a["ts"] + a["dur"] <= b["ts"] + 1e-3, "kernels overlap within one stream"
     adds = [k for k in kernels if k["name"] == "Add"]
     muls = [k for k in kernels if k["name"] == "Mul"]
@@ -164,8 +169,10 @@ def test_backward_kernels_link_to_autograd_ops(traces):
 def test_demo_trace_passes_structural_checks(tmp_path):
     _need_plugin()
     out = tmp_path / "trace.json"
-    proc = run_child("import sys\nfrom torch_mspti.sim import demo\n"
-                     f"sys.exit(demo.run('phases', size=128, steps=1, out={str(out)!r}, device='sim'))\n")
+    proc = run_child(
+        "import sys\nfrom torch_mspti.sim import demo\n"
+        f"sys.exit(demo.run('phases', size=128, steps=1, out={str(out)!r}, device='sim'))\n"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ev = json.loads(out.read_text())["traceEvents"]
     kernels = [e for e in ev if e.get("cat") == "kernel"]

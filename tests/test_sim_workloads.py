@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sim_support import require_simulator, run_child  # noqa: E402
+from sim_support import require_simulator, run_child
 
 DEMO = "import sys\nfrom torch_mspti.sim import demo\nsys.exit(demo.run({args}))\n"
 

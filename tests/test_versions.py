@@ -20,18 +20,28 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import simrun  # noqa: E402
-from simrun import cpu_ops, kernels  # noqa: E402
+import simrun
+from simrun import cpu_ops, kernels
 
-from torch_mspti.check import check_trace  # noqa: E402
+from torch_mspti.check import check_trace
 
 GENERATIONS = ["8.0.RC3", "8.1", "8.2", "26.0", "26.1"]
 NUMBER = {"8.0.RC3": 80, "8.1": 81, "8.2": 82, "26.0": 260, "26.1": 261}
 
-BASE = {"msptiSubscribe", "msptiUnsubscribe", "msptiActivityRegisterCallbacks", "msptiActivityEnable",
-        "msptiActivityDisable", "msptiActivityGetNextRecord", "msptiActivityFlushAll"}
-FROM_81 = {"msptiActivityFlushPeriod", "msptiActivityPushExternalCorrelationId",
-           "msptiActivityPopExternalCorrelationId"}
+BASE = {
+    "msptiSubscribe",
+    "msptiUnsubscribe",
+    "msptiActivityRegisterCallbacks",
+    "msptiActivityEnable",
+    "msptiActivityDisable",
+    "msptiActivityGetNextRecord",
+    "msptiActivityFlushAll",
+}
+FROM_81 = {
+    "msptiActivityFlushPeriod",
+    "msptiActivityPushExternalCorrelationId",
+    "msptiActivityPopExternalCorrelationId",
+}
 SYMBOLS = {
     "8.0.RC3": BASE,
     "8.1": BASE | FROM_81,
@@ -62,9 +72,13 @@ LINKED_KERNELS = 4 * 2 + 3
 @pytest.fixture(scope="module", params=GENERATIONS)
 def gen_run(request, tmp_path_factory):
     generation = request.param
-    run = simrun.run("import ctypes\n" + WORKLOAD, tmp_path_factory.mktemp(f"gen_{generation}"),
-                     generation=generation, delay_ns=150_000_000,
-                     config={"enable_communication": True})
+    run = simrun.run(
+        "import ctypes\n" + WORKLOAD,
+        tmp_path_factory.mktemp(f"gen_{generation}"),
+        generation=generation,
+        delay_ns=150_000_000,
+        config={"enable_communication": True},
+    )
     return generation, run
 
 
@@ -120,7 +134,7 @@ def test_kernels_link_to_the_op_that_launched_them(gen_run):
     launch_ops = sorted((op for op in cpu_ops(run.trace) if op["name"] == "simrun::launch"), key=lambda o: o["ts"])
     assert len(launch_ops) == 5
     names_of_op = [{f"Gen_{i}", f"GenVec_{i}"} for i in range(4)] + [{"GenTriple"}]
-    for op, names in zip(launch_ops, names_of_op):
+    for op, names in zip(launch_ops, names_of_op, strict=True):
         eid = op["args"]["External id"]
         linked = {k["name"] for k in kernels(run.trace) if k["args"].get("External id") == eid}
         assert linked == names, (generation, op, linked)
@@ -175,8 +189,9 @@ def test_library_accepts_exactly_its_generations_kinds(generation, tmp_path):
             # the 26.x rule checks LD_PRELOAD for libmspti.so or, here, the simulator's own name;
             # naming it without a directory keeps the loader from preloading anything
             env["LD_PRELOAD"] = f"/nonexistent/{preload}"
-        proc = subprocess.run([sys.executable, "-c", _ENABLE_PROBE, path], capture_output=True, text=True,
-                              env=env, timeout=60, check=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", _ENABLE_PROBE, path], capture_output=True, text=True, env=env, timeout=60, check=True
+        )
         results[label] = {int(k): v for k, v in json.loads(proc.stdout.splitlines()[-1]).items()}
     plain, preloaded = results["plain"], results["preloaded"]
     ld_rule = NUMBER[generation] >= 260

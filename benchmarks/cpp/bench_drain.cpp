@@ -217,7 +217,10 @@ int runDrain(const bench::Args& args) {
       }
       for (double l : lostP) ok = ok && l == 0;
       bench::Json j;
-      j.arr("plugin_stop_ms", stopP).arr("baseline_stop_ms", stopB).arr("plugin_lost", lostP).arr("baseline_lost", lostB);
+      j.arr("plugin_stop_ms", stopP)
+          .arr("baseline_stop_ms", stopB)
+          .arr("plugin_lost", lostP)
+          .arr("baseline_lost", lostB);
       j.arr("floor_stop_ms", stopF).arr("floor_lost", lostF);
       j.str("plugin_exit_reasons", reasons).str("baseline_last_polls", polls);
       sizesJson.obj(std::to_string(n), j);
@@ -228,8 +231,11 @@ int runDrain(const bench::Args& args) {
   sim.resetOptions();
   bench::Json params, out;
   std::vector<double> sz(sizes.begin(), sizes.end());
-  params.arr("sizes", sz).num("reps", static_cast<double>(reps)).num("delivery_delay_ms", static_cast<double>(delayMs))
-      .num("driver_flush_ms", static_cast<double>(flushMs)).num("kernel_ns", kKernelNs);
+  params.arr("sizes", sz)
+      .num("reps", static_cast<double>(reps))
+      .num("delivery_delay_ms", static_cast<double>(delayMs))
+      .num("driver_flush_ms", static_cast<double>(flushMs))
+      .num("kernel_ns", kKernelNs);
   out.str("bench", "drain").obj("params", params).obj("variants", variantsJson).num("ok", ok);
   std::cout << out.str() << std::endl;
   return ok ? 0 : 3;

@@ -33,8 +33,7 @@ void* allocate(size_t n, size_t align) {
     const int64_t now = gBytes.fetch_add(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed) +
                         static_cast<int64_t>(malloc_usable_size(p));
     int64_t peak = gPeak.load(std::memory_order_relaxed);
-    while (now > peak && !gPeak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-    }
+    while (now > peak && !gPeak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
   }
   return p;
 }

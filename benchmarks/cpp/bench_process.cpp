@@ -62,7 +62,8 @@ std::unique_ptr<Synthetic> makeSynthetic(int64_t n) {
   }
   std::vector<const std::string*> names, types;
   for (int i = 0; i < 64; ++i) names.push_back(NameTable::instance().intern(("Kernel_" + std::to_string(i)).c_str()));
-  for (const char* t : {"KERNEL_AICORE", "KERNEL_AIVEC", "KERNEL_AICPU"}) types.push_back(NameTable::instance().intern(t));
+  for (const char* t : {"KERNEL_AICORE", "KERNEL_AIVEC", "KERNEL_AICPU"})
+    types.push_back(NameTable::instance().intern(t));
   const std::string* api = NameTable::instance().intern("LaunchKernelV2");
   const int64_t perBatch = 40'000 / 3;
   s->byId.reserve(static_cast<size_t>(n));

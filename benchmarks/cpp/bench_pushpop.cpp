@@ -41,10 +41,10 @@ MsptiFunctions loadNoop() {
   void* h = dlopen(MSPTI_NOOP_PATH, RTLD_NOW | RTLD_LOCAL);
   if (!h) throw std::runtime_error(std::string("cannot load ") + MSPTI_NOOP_PATH);
   MsptiFunctions f;
-  f.pushExternalCorrelationId = reinterpret_cast<decltype(f.pushExternalCorrelationId)>(
-      dlsym(h, "msptiActivityPushExternalCorrelationId"));
-  f.popExternalCorrelationId = reinterpret_cast<decltype(f.popExternalCorrelationId)>(
-      dlsym(h, "msptiActivityPopExternalCorrelationId"));
+  f.pushExternalCorrelationId =
+      reinterpret_cast<decltype(f.pushExternalCorrelationId)>(dlsym(h, "msptiActivityPushExternalCorrelationId"));
+  f.popExternalCorrelationId =
+      reinterpret_cast<decltype(f.popExternalCorrelationId)>(dlsym(h, "msptiActivityPopExternalCorrelationId"));
   if (!f.pushExternalCorrelationId || !f.popExternalCorrelationId) throw std::runtime_error("noop lacks push/pop");
   return f;
 }
@@ -114,7 +114,8 @@ int runPushPop(const bench::Args& args) {
   CorrelationForwarder& fwd = CorrelationForwarder::instance();
 
   auto session = std::make_unique<torch_mspti::MsptiActivityProfilerSession>(
-      torch_mspti::Config::instance().snapshot(), std::set<libkineto::ActivityType>{libkineto::ActivityType::CONCURRENT_KERNEL});
+      torch_mspti::Config::instance().snapshot(),
+      std::set<libkineto::ActivityType>{libkineto::ActivityType::CONCURRENT_KERNEL});
   // An opaque pointer: the calls stay virtual, as kineto makes them.
   libkineto::IActivityProfilerSession* volatile opaque = session.get();
   libkineto::IActivityProfilerSession* s = opaque;
@@ -125,8 +126,16 @@ int runPushPop(const bench::Args& args) {
   std::vector<double> samples[5];
   auto runArm = [&](int arm) {
     switch (arm) {
-      case 0: fwd.arm(&noopFns); samples[0].push_back(viaSession(s, iters)); fwd.disarm(); break;
-      case 1: fwd.arm(&simFns); samples[1].push_back(viaSession(s, iters)); fwd.disarm(); break;
+      case 0:
+        fwd.arm(&noopFns);
+        samples[0].push_back(viaSession(s, iters));
+        fwd.disarm();
+        break;
+      case 1:
+        fwd.arm(&simFns);
+        samples[1].push_back(viaSession(s, iters));
+        fwd.disarm();
+        break;
       case 2: samples[2].push_back(direct(noopFns, iters)); break;
       case 3: samples[3].push_back(direct(simFns, iters)); break;
       case 4: samples[4].push_back(viaSession(s, iters)); break;
@@ -158,9 +167,11 @@ int runPushPop(const bench::Args& args) {
   sim.resetOptions();
 
   const uint64_t depthAfter = sim.stats().external_stack_depth;
-  const bool ok = launchesComplete && depthAfter == depthBefore && fwd.errors() == errorsBefore && fwd.overflows() == overflowsBefore;
+  const bool ok = launchesComplete && depthAfter == depthBefore && fwd.errors() == errorsBefore &&
+                  fwd.overflows() == overflowsBefore;
   bench::Json params, arms, checks;
-  params.num("iters", static_cast<double>(iters)).num("reps", static_cast<double>(reps))
+  params.num("iters", static_cast<double>(iters))
+      .num("reps", static_cast<double>(reps))
       .num("launches", static_cast<double>(launches));
   for (int k = 0; k < 5; ++k) arms.arr(names[k], samples[k]);
   arms.arr("launch_kernel_only", launchBare).arr("launch_plugin_kinds", launchPlugin);
@@ -170,7 +181,12 @@ int runPushPop(const bench::Args& args) {
       .num("forwarder_overflows", static_cast<double>(fwd.overflows() - overflowsBefore))
       .num("ok", ok);
   bench::Json out;
-  out.str("bench", "pushpop").str("unit", "ns/op").obj("params", params).obj("arms", arms).obj("checks", checks).num("ok", ok);
+  out.str("bench", "pushpop")
+      .str("unit", "ns/op")
+      .obj("params", params)
+      .obj("arms", arms)
+      .obj("checks", checks)
+      .num("ok", ok);
   std::cout << out.str() << std::endl;
   return ok ? 0 : 3;
 }

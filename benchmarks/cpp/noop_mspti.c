@@ -18,17 +18,35 @@ msptiResult msptiSubscribe(msptiSubscriberHandle* s, msptiCallbackFunc cb, void*
   if (s) *s = (msptiSubscriberHandle)(uintptr_t)1;
   return MSPTI_SUCCESS;
 }
-msptiResult msptiUnsubscribe(msptiSubscriberHandle s) { (void)s; return MSPTI_SUCCESS; }
+msptiResult msptiUnsubscribe(msptiSubscriberHandle s) {
+  (void)s;
+  return MSPTI_SUCCESS;
+}
 msptiResult msptiActivityRegisterCallbacks(msptiBuffersCallbackRequestFunc r, msptiBuffersCallbackCompleteFunc c) {
   (void)r;
   (void)c;
   return MSPTI_SUCCESS;
 }
-msptiResult msptiActivityEnable(msptiActivityKind k) { (void)k; return MSPTI_SUCCESS; }
-msptiResult msptiActivityDisable(msptiActivityKind k) { (void)k; return MSPTI_SUCCESS; }
-msptiResult msptiActivityFlushAll(uint32_t f) { (void)f; return MSPTI_SUCCESS; }
-msptiResult msptiActivityFlushPeriod(uint32_t t) { (void)t; return MSPTI_SUCCESS; }
-bool msptiActivityIsEnabled(msptiActivityKind k) { (void)k; return false; }
+msptiResult msptiActivityEnable(msptiActivityKind k) {
+  (void)k;
+  return MSPTI_SUCCESS;
+}
+msptiResult msptiActivityDisable(msptiActivityKind k) {
+  (void)k;
+  return MSPTI_SUCCESS;
+}
+msptiResult msptiActivityFlushAll(uint32_t f) {
+  (void)f;
+  return MSPTI_SUCCESS;
+}
+msptiResult msptiActivityFlushPeriod(uint32_t t) {
+  (void)t;
+  return MSPTI_SUCCESS;
+}
+bool msptiActivityIsEnabled(msptiActivityKind k) {
+  (void)k;
+  return false;
+}
 msptiResult msptiActivityPushExternalCorrelationId(msptiExternalCorrelationKind k, uint64_t id) {
   (void)k;
   tLast = id;

@@ -43,7 +43,7 @@ def autoload() -> None:
         if _disabled():
             return
         importlib.import_module("torch_mspti")
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a raising hook breaks `import torch`
+    except (Exception, SystemExit) as exc:
         if _warned:
             return
         _warned = True
@@ -55,5 +55,5 @@ def autoload() -> None:
                 RuntimeWarning,
                 stacklevel=2,
             )
-        except Exception:  # noqa: BLE001 - e.g. warnings turned into errors (-W error)
+        except Exception:
             pass

@@ -75,9 +75,8 @@ class OpIndex {
     if (!all) return;
     for (const auto& iv : *all) byThread_[iv.threadId].push_back({iv.start, iv.end, iv.opId, -1});
     for (auto& [tid, nodes] : byThread_) {
-      std::sort(nodes.begin(), nodes.end(), [](const Node& a, const Node& b) {
-        return a.start != b.start ? a.start < b.start : a.end > b.end;
-      });
+      std::sort(nodes.begin(), nodes.end(),
+                [](const Node& a, const Node& b) { return a.start != b.start ? a.start < b.start : a.end > b.end; });
       std::vector<int32_t> open;
       for (size_t i = 0; i < nodes.size(); ++i) {
         while (!open.empty() && nodes[open.back()].end < nodes[i].start) open.pop_back();
@@ -141,8 +140,7 @@ class IdTable {
 
 }  // namespace
 
-void buildActivities(const BuildInput& in, libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes,
-                     SessionCounters& c) {
+void buildActivities(const BuildInput& in, libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes, SessionCounters& c) {
   const RecordStore& store = *in.store;
   IdTable<uint64_t> opOf(store.externals().size());  // MSPTI correlation id -> torch op id (CUSTOM0)
   for (const auto& e : store.externals())
@@ -185,8 +183,8 @@ void buildActivities(const BuildInput& in, libkineto::CpuTraceBuffer& buffer, De
       for (size_t n = 0; n < ks.size(); ++n) ks[n] = byId[n].second;
     }
   }
-  auto last = std::unique(ks.begin(), ks.end(),
-                          [&](const KernelRecord* a, const KernelRecord* b) { return key(a) == key(b); });
+  auto last =
+      std::unique(ks.begin(), ks.end(), [&](const KernelRecord* a, const KernelRecord* b) { return key(a) == key(b); });
   c.duplicates += static_cast<uint64_t>(ks.end() - last);
   ks.erase(last, ks.end());
 
@@ -219,9 +217,8 @@ void buildActivities(const BuildInput& in, libkineto::CpuTraceBuffer& buffer, De
     if (linked && byInterval) c.linkedByOpInterval += j - i;
     const int32_t launchId = ids.next();
     if (linked) {
-      auto& rt = *buffer.activities.emplace_back(
-          std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::PRIVATEUSE1_RUNTIME,
-                                                 launchName(link.apiName)));
+      auto& rt = *buffer.activities.emplace_back(std::make_unique<GenericTraceActivity>(
+          buffer.span, ActivityType::PRIVATEUSE1_RUNTIME, launchName(link.apiName)));
       rt.startTime = link.launchStart;
       rt.endTime = link.launchEnd;
       rt.id = launchId;

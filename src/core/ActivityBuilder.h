@@ -36,7 +36,7 @@ namespace torch_mspti {
 struct BuildInput {
   const RecordStore* store = nullptr;
   const libkineto::getLinkedActivityCallback* linked = nullptr;  // may be null: nothing links
-  int64_t windowStart = 0;  // ns since the epoch; 0 = no window
+  int64_t windowStart = 0;                                       // ns since the epoch; 0 = no window
   int64_t windowEnd = 0;
   std::vector<uint32_t> visibleDevices;
   const std::vector<OpInterval>* intervals = nullptr;  // interval mode only; may be null

@@ -22,7 +22,7 @@ struct IntSetting {
   int64_t lo;
   int64_t hi;
   int64_t multipleOf;
-  int64_t ConfigSnapshot::*field;
+  int64_t ConfigSnapshot::* field;
   const char* description;
 };
 
@@ -38,13 +38,12 @@ const IntSetting kIntSettings[] = {
      "pause between FlushAll polls while stop() drains"},
     {"drain_quiet_flushes", "flushes", 1, 1000, 1, &ConfigSnapshot::drainQuietFlushes,
      "consecutive empty flushes that end a drain when no pending launch is known"},
-    {"drain_timeout_ms", "ms", 0, 600000, 1, &ConfigSnapshot::drainTimeoutMs,
-     "upper bound of the drain in stop()"},
+    {"drain_timeout_ms", "ms", 0, 600000, 1, &ConfigSnapshot::drainTimeoutMs, "upper bound of the drain in stop()"},
 };
 
 struct BoolSetting {
   const char* name;
-  bool ConfigSnapshot::*field;
+  bool ConfigSnapshot::* field;
   const char* description;
 };
 
@@ -91,7 +90,8 @@ std::string checkInt(const IntSetting& s, int64_t v) {
 
 std::optional<bool> parseBool(const std::string& text) {
   if (text == "1" || text == "true" || text == "TRUE" || text == "True" || text == "on" || text == "yes") return true;
-  if (text == "0" || text == "false" || text == "FALSE" || text == "False" || text == "off" || text == "no") return false;
+  if (text == "0" || text == "false" || text == "FALSE" || text == "False" || text == "off" || text == "no")
+    return false;
   return std::nullopt;
 }
 
@@ -151,15 +151,13 @@ void Config::loadEnvironment() {
     errno = 0;
     long long v = std::strtoll(raw, &end, 10);
     if (errno != 0 || end == raw || *end != '\0') {
-      gEnvErrors.push_back(fmt::format("{}='{}' is not an integer; allowed {}..{} {} (ignored, default kept)", env,
-                                       raw, s.lo, s.hi, s.unit));
+      gEnvErrors.push_back(fmt::format("{}='{}' is not an integer; allowed {}..{} {} (ignored, default kept)", env, raw,
+                                       s.lo, s.hi, s.unit));
       continue;
     }
     std::string err = checkInt(s, v);
-    if (!err.empty())
-      gEnvErrors.push_back(fmt::format("{}='{}': {} (ignored, default kept)", env, raw, err));
-    else
-      gValues.*(s.field) = v;
+    if (!err.empty()) gEnvErrors.push_back(fmt::format("{}='{}': {} (ignored, default kept)", env, raw, err));
+    else gValues.*(s.field) = v;
   }
   for (const auto& s : kBoolSettings) {
     const std::string env = envName(s.name);
@@ -167,10 +165,9 @@ void Config::loadEnvironment() {
     if (!raw || !*raw) continue;
     auto v = parseBool(raw);
     if (!v)
-      gEnvErrors.push_back(fmt::format("{}='{}' is not a boolean; use 1/0, true/false, on/off (ignored, default kept)",
-                                       env, raw));
-    else
-      gValues.*(s.field) = *v;
+      gEnvErrors.push_back(
+          fmt::format("{}='{}' is not a boolean; use 1/0, true/false, on/off (ignored, default kept)", env, raw));
+    else gValues.*(s.field) = *v;
   }
   if (const char* raw = std::getenv("TORCH_MSPTI_DRAIN_ORDER"); raw && *raw) {
     std::string err = setStringLocked("drain_order", raw);

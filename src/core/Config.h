@@ -26,7 +26,7 @@ struct ConfigSnapshot {
   int64_t drainQuietFlushes = 3;      // empty flushes that end a drain when nothing is known pending
   int64_t drainTimeoutMs = 1000;      // upper bound of the drain
   DrainOrder drainOrder = DrainOrder::kAuto;
-  std::string libraryPath;            // explicit libmspti path ("" = search)
+  std::string libraryPath;  // explicit libmspti path ("" = search)
   bool enableKernels = true;
   bool enableExternalCorrelation = true;
   bool enableApiRecords = true;

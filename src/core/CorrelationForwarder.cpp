@@ -27,13 +27,13 @@ struct IntervalChunk {
 // and `used`; it publishes with a release store of `count`. Never freed while its thread lives.
 struct IntervalLog {
   uint32_t tid = 0;
-  uint32_t gen = 0;               // owner: generation the log currently holds
-  IntervalChunk* first = nullptr; // immutable after creation
-  IntervalChunk* cur = nullptr;   // owner: chunk being filled
-  uint32_t used = 0;              // owner: slots used in `cur`
-  std::atomic<uint64_t> count{0}; // slots published for `gen`, over all chunks
-  std::atomic<bool> dead{false};  // the thread exited
-  IntervalLog* next = nullptr;    // registry link (see gLogs)
+  uint32_t gen = 0;                // owner: generation the log currently holds
+  IntervalChunk* first = nullptr;  // immutable after creation
+  IntervalChunk* cur = nullptr;    // owner: chunk being filled
+  uint32_t used = 0;               // owner: slots used in `cur`
+  std::atomic<uint64_t> count{0};  // slots published for `gen`, over all chunks
+  std::atomic<bool> dead{false};   // the thread exited
+  IntervalLog* next = nullptr;     // registry link (see gLogs)
 };
 
 // Registry of logs: threads push at the head with a CAS; only the arming thread unlinks (dead,
@@ -113,8 +113,7 @@ IntervalLog* createLog(ThreadStacks& t, CorrelationForwarder& f) noexcept {
   try {
     static thread_local IntervalLogOwner owner;
     owner.log = log;
-  } catch (...) {
-  }
+  } catch (...) {}
   IntervalLog* head = gLogs.load(std::memory_order_relaxed);
   do {
     log->next = head;

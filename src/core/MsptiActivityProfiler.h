@@ -36,10 +36,10 @@ class MsptiActivityProfiler : public libkineto::IActivityProfiler {
 
 // Process-wide facts about the plugin, for diagnostics.
 struct PluginStatus {
-  std::atomic<bool> factoryCalled{false};       // kineto instantiated our profiler
-  std::atomic<uint64_t> configureCalls{0};      // configure() calls (all traces)
-  std::atomic<uint64_t> deviceSessions{0};      // sessions returned (device types requested)
-  std::atomic<int64_t> lastConfigureNs{0};      // ns since the epoch of the latest configure()
+  std::atomic<bool> factoryCalled{false};   // kineto instantiated our profiler
+  std::atomic<uint64_t> configureCalls{0};  // configure() calls (all traces)
+  std::atomic<uint64_t> deviceSessions{0};  // sessions returned (device types requested)
+  std::atomic<int64_t> lastConfigureNs{0};  // ns since the epoch of the latest configure()
   static PluginStatus& instance();
 };
 

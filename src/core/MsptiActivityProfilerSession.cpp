@@ -32,13 +32,11 @@ void guard(std::vector<std::string>& errors, const char* where, Fn&& fn) noexcep
   } catch (const std::exception& e) {
     try {
       errors.push_back(fmt::format("{}: {}", where, e.what()));
-    } catch (...) {
-    }
+    } catch (...) {}
   } catch (...) {
     try {
       errors.push_back(fmt::format("{}: unknown exception", where));
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 }
 
@@ -64,8 +62,7 @@ void MsptiActivityProfilerSession::warnOnce(const std::string& cause) {
   try {
     TORCH_WARN("torch-mspti: the NPU lane of this trace will be empty or incomplete: ", cause,
                ". Run `torch-mspti doctor` for details.");
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 void MsptiActivityProfilerSession::fail(const std::string& message, const std::string& cause) {
@@ -109,8 +106,7 @@ bool MsptiActivityProfilerSession::arm() {
     if (r == MSPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
       fail(call + ": another tool (msprof, torch_npu's profiler, msmonitor) holds the MSPTI subscriber",
            "the MSPTI subscriber is held by another profiling tool");
-    else
-      fail(call, "msptiSubscribe failed");
+    else fail(call, "msptiSubscribe failed");
     return false;
   }
   pool.setSink(store_);
@@ -118,7 +114,8 @@ bool MsptiActivityProfilerSession::arm() {
   if (r != MSPTI_SUCCESS) {
     pool.setSink(nullptr);
     api.unsubscribe(subscriber_);
-    fail(describeCall("msptiActivityRegisterCallbacks", "request, complete", r), "msptiActivityRegisterCallbacks failed");
+    fail(describeCall("msptiActivityRegisterCallbacks", "request, complete", r),
+         "msptiActivityRegisterCallbacks failed");
     return false;
   }
 
@@ -213,16 +210,15 @@ void MsptiActivityProfilerSession::collect() {
   counters_.abandonedBytes = store_->abandonedBytes();
   uint64_t maxId = store_->maxCorrelationId();
   uint64_t prev = gStaleBelow.load();
-  while (maxId > prev && !gStaleBelow.compare_exchange_weak(prev, maxId)) {
-  }
+  while (maxId > prev && !gStaleBelow.compare_exchange_weak(prev, maxId)) {}
   state_ = "stopped";
   status_ = libkineto::TraceStatus::PROCESSING;
   if (counters_.buffersDeclined > 0)
     warnOnce(fmt::format("{} MSPTI buffer requests were declined at the pool cap of {} (records lost)",
                          counters_.buffersDeclined, config_.bufferPoolCap));
   else if (drain_->exitReason == "timeout")
-    warnOnce(fmt::format("the drain timed out after {} ms with {} launches still pending",
-                         config_.drainTimeoutMs, drain_->pendingLaunches));
+    warnOnce(fmt::format("the drain timed out after {} ms with {} launches still pending", config_.drainTimeoutMs,
+                         drain_->pendingLaunches));
 }
 
 std::vector<std::string> MsptiActivityProfilerSession::errors() { return errors_; }
@@ -323,8 +319,7 @@ void MsptiActivityProfilerSession::publish(bool final) {
     SessionReport r{state_, errors_, counters_, drain_};
     StatsRegistry::instance().publish(r, final);
     if (final) published_ = true;
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 }  // namespace torch_mspti

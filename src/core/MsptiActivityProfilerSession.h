@@ -53,10 +53,10 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   void popUserCorrelationId() override { forwarder_.pop(CorrelationForwarder::kUser); }
 
  private:
-  bool arm();  // start()'s body; false when collection could not start
+  bool arm();      // start()'s body; false when collection could not start
   void collect();  // stop()'s body
-  void process(libkineto::ActivityLogger& logger, const libkineto::getLinkedActivityCallback* linked,
-               int64_t startTime, int64_t endTime);
+  void process(libkineto::ActivityLogger& logger, const libkineto::getLinkedActivityCallback* linked, int64_t startTime,
+               int64_t endTime);
   void fail(const std::string& message, const std::string& cause);
   void warnOnce(const std::string& cause);
   void publish(bool final);

@@ -143,12 +143,9 @@ bool resolve(void* handle, const char* name, Fn& slot, LibraryReport& report, bo
 
 std::string deriveVersion(const MsptiFunctions& f, const std::string& path) {
   std::string gen;
-  if (f.isEnabled)
-    gen = ">=26.1 (has msptiActivityIsEnabled)";
-  else if (f.pushExternalCorrelationId)
-    gen = ">=8.1.RC1, <26.1 (external correlation, no msptiActivityIsEnabled)";
-  else
-    gen = "8.0.RC3 generation (no external correlation)";
+  if (f.isEnabled) gen = ">=26.1 (has msptiActivityIsEnabled)";
+  else if (f.pushExternalCorrelationId) gen = ">=8.1.RC1, <26.1 (external correlation, no msptiActivityIsEnabled)";
+  else gen = "8.0.RC3 generation (no external correlation)";
   // CANN >= 8.5 installs under /usr/local/Ascend/cann-<version> (mspti.md 1).
   const auto at = path.find("/cann-");
   if (at != std::string::npos) {
@@ -253,8 +250,8 @@ bool MsptiLibrary::ensureLoaded() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (loaded()) return true;
   const std::string explicitPath = Config::instance().snapshot().libraryPath;
-  const std::string key = explicitPath + '\n' + envOr("ASCEND_HOME_PATH") + '\n' + envOr("ASCEND_TOOLKIT_HOME") +
-                          '\n' + envOr("LD_LIBRARY_PATH");
+  const std::string key = explicitPath + '\n' + envOr("ASCEND_HOME_PATH") + '\n' + envOr("ASCEND_TOOLKIT_HOME") + '\n' +
+                          envOr("LD_LIBRARY_PATH");
   if (report_.attempted && key == searchKey_) return false;
   searchKey_ = key;
   report_ = LibraryReport{};
@@ -275,7 +272,9 @@ bool MsptiLibrary::ensureLoaded() {
       if (ok) return true;
       if (report_.reason.empty()) {
         report_.reason = fmt::format("TORCH_MSPTI_LIBRARY={}: {}", explicitPath, report_.candidates.back().reason);
-        report_.fix = "set TORCH_MSPTI_LIBRARY to the absolute path of libmspti.so (CANN tools/mspti/lib64), or unset it to search";
+        report_.fix =
+            "set TORCH_MSPTI_LIBRARY to the absolute path of libmspti.so (CANN tools/mspti/lib64), or unset it to "
+            "search";
       }
       return false;  // an explicit choice is never silently replaced by another library
     }

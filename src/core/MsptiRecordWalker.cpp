@@ -107,8 +107,8 @@ void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, WalkResult
       case MSPTI_ACTIVITY_KIND_RUNTIME_API: {
         msptiActivityApi a;
         std::memcpy(&a, p, sizeof(a));
-        out.apis.push_back({static_cast<int64_t>(a.start), static_cast<int64_t>(a.end), a.pt.processId,
-                            a.pt.threadId, a.correlationId, names_.lookup(a.name)});
+        out.apis.push_back({static_cast<int64_t>(a.start), static_cast<int64_t>(a.end), a.pt.processId, a.pt.threadId,
+                            a.correlationId, names_.lookup(a.name)});
         break;
       }
       case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -121,8 +121,7 @@ void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, WalkResult
         out.externals.push_back({externalKind, e.externalId, e.correlationId});
         break;
       }
-      default:
-        break;  // sized and counted, not kept
+      default: break;  // sized and counted, not kept
     }
     ++out.recordsByKind[kind];
     ++out.records;

@@ -29,9 +29,9 @@ struct WalkResult {
   std::vector<ApiRecord> apis;
   std::vector<ExternalCorrelationRecord> externals;
   uint64_t recordsByKind[MSPTI_ACTIVITY_KIND_COUNT] = {};
-  uint64_t records = 0;           // records walked (all kinds)
-  uint64_t abandonedBytes = 0;    // bytes not walked after an unknown kind or truncated record
-  uint32_t abandonedKind = 0;     // the kind value that stopped the walk (0 if none)
+  uint64_t records = 0;         // records walked (all kinds)
+  uint64_t abandonedBytes = 0;  // bytes not walked after an unknown kind or truncated record
+  uint32_t abandonedKind = 0;   // the kind value that stopped the walk (0 if none)
   bool abandoned = false;
 
   void clear();

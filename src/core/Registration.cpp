@@ -31,13 +31,13 @@ RegistrationStatus registerProfiler(RegistrationMode mode) {
         "traces; set TORCH_MSPTI_PROFILER=mspti to use torch-mspti instead";
     return gStatus;
   }
-  registry.registerFactory([]() -> std::unique_ptr<libkineto::IActivityProfiler> {
-    return std::make_unique<MsptiActivityProfiler>();
-  });
+  registry.registerFactory(
+      []() -> std::unique_ptr<libkineto::IActivityProfiler> { return std::make_unique<MsptiActivityProfiler>(); });
   gStatus.registered = true;
-  gStatus.message = gStatus.otherProfiler
-                        ? "torch-mspti: replaced the PrivateUse1 profiler registered before it (TORCH_MSPTI_PROFILER=mspti)"
-                        : "torch-mspti: serves PrivateUse1 traces";
+  gStatus.message =
+      gStatus.otherProfiler
+          ? "torch-mspti: replaced the PrivateUse1 profiler registered before it (TORCH_MSPTI_PROFILER=mspti)"
+          : "torch-mspti: serves PrivateUse1 traces";
   return gStatus;
 }
 

@@ -15,11 +15,11 @@ namespace torch_mspti {
 enum class RegistrationMode { kAuto, kMspti, kOff };
 
 struct RegistrationStatus {
-  std::string mode;              // "auto", "mspti", "off"
-  bool registered = false;       // our factory is in torch's registry (as of our call)
-  bool otherProfiler = false;    // a PrivateUse1 factory existed before ours
+  std::string mode;            // "auto", "mspti", "off"
+  bool registered = false;     // our factory is in torch's registry (as of our call)
+  bool otherProfiler = false;  // a PrivateUse1 factory existed before ours
   bool forwardedToKineto = false;
-  std::string message;           // one line: which profiler serves PrivateUse1 traces
+  std::string message;  // one line: which profiler serves PrivateUse1 traces
 };
 
 // Registers according to `mode`; idempotent (a second call reports the first outcome).

@@ -89,10 +89,8 @@ void writeCounters(JsonWriter& w, const SessionCounters& c, bool withLinks) {
   w.value("records", c.records());
   if (withLinks) {
     w.value("kernels", c.kernels).value("linked_kernels", c.linkedKernels);
-    if (c.kernels)
-      w.value("link_ratio", static_cast<double>(c.linkedKernels) / static_cast<double>(c.kernels));
-    else
-      w.null("link_ratio");
+    if (c.kernels) w.value("link_ratio", static_cast<double>(c.linkedKernels) / static_cast<double>(c.kernels));
+    else w.null("link_ratio");
     w.value("unlinked_kernels", c.unlinkedKernels)
         .value("out_of_window", c.outOfWindow)
         .value("invalid_timing", c.invalidTiming)

@@ -28,8 +28,8 @@ struct DrainStats {
 
 struct SessionCounters {
   uint64_t recordsByKind[MSPTI_ACTIVITY_KIND_COUNT] = {};
-  uint64_t kernels = 0;            // kernel activities emitted
-  uint64_t linkedKernels = 0;      // ... of which linked to an op
+  uint64_t kernels = 0;        // kernel activities emitted
+  uint64_t linkedKernels = 0;  // ... of which linked to an op
   uint64_t unlinkedKernels = 0;
   uint64_t outOfWindow = 0;        // kernels outside the capture window (dropped)
   uint64_t invalidTiming = 0;      // kernels with zero/inverted timing (dropped)
@@ -39,17 +39,17 @@ struct SessionCounters {
   uint64_t linkTargetMissing = 0;  // external ids torch did not record as ops in this trace
   uint64_t buffersRequested = 0;
   uint64_t buffersCompleted = 0;
-  uint64_t buffersDeclined = 0;    // requests refused at the pool cap (MSPTI drops records then)
-  uint64_t nullCompletions = 0;    // completions with a NULL buffer
-  uint64_t abandonedBuffers = 0;   // buffers whose tail held an unknown kind or a truncated record
+  uint64_t buffersDeclined = 0;   // requests refused at the pool cap (MSPTI drops records then)
+  uint64_t nullCompletions = 0;   // completions with a NULL buffer
+  uint64_t abandonedBuffers = 0;  // buffers whose tail held an unknown kind or a truncated record
   uint64_t abandonedBytes = 0;
-  uint64_t orphanRecords = 0;      // records delivered while no session was collecting
-  uint64_t correlationErrors = 0;  // failed external-correlation push/pop calls
-  uint64_t correlationOverflow = 0;  // ops nested deeper than the per-thread stack (not forwarded)
-  uint64_t unbalancedAtStop = 0;   // ids still pushed when the session stopped (popped by stop)
+  uint64_t orphanRecords = 0;           // records delivered while no session was collecting
+  uint64_t correlationErrors = 0;       // failed external-correlation push/pop calls
+  uint64_t correlationOverflow = 0;     // ops nested deeper than the per-thread stack (not forwarded)
+  uint64_t unbalancedAtStop = 0;        // ids still pushed when the session stopped (popped by stop)
   uint64_t correlationInterleaved = 0;  // pops that got another thread's id (global stack, 5.4)
-  uint64_t opIntervals = 0;        // op intervals recorded (libraries without external correlation)
-  uint64_t linkedByOpInterval = 0;  // ... kernels linked through API record + op interval
+  uint64_t opIntervals = 0;             // op intervals recorded (libraries without external correlation)
+  uint64_t linkedByOpInterval = 0;      // ... kernels linked through API record + op interval
 
   void add(const SessionCounters& o);
   uint64_t records() const;

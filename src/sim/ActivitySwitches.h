@@ -21,7 +21,7 @@ class ActivitySwitches {
   // the error code did not exist before 26.0.
   static bool needsLdPreload(int kind) {
     return kLdPreloadRule && (kind == MSPTI_ACTIVITY_KIND_HCCL || kind == MSPTI_ACTIVITY_KIND_MEMORY ||
-           kind == MSPTI_ACTIVITY_KIND_MEMSET || kind == MSPTI_ACTIVITY_KIND_MEMCPY);
+                              kind == MSPTI_ACTIVITY_KIND_MEMSET || kind == MSPTI_ACTIVITY_KIND_MEMCPY);
   }
 
   void set(int kind, bool on) {

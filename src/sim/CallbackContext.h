@@ -9,10 +9,10 @@ namespace torch_mspti::sim {
 
 enum class CallbackContext {
   kNone,
-  kRequest,              // request callback, buffer lock held
-  kCompleteLocked,       // FlushAll delivering the current buffer, buffer lock held
-  kCompleteUnlocked,     // FlushAll delivering a queued full buffer on the caller's thread
-  kCompleteWorker,       // a completion worker thread spawned by the ActivityManager thread
+  kRequest,           // request callback, buffer lock held
+  kCompleteLocked,    // FlushAll delivering the current buffer, buffer lock held
+  kCompleteUnlocked,  // FlushAll delivering a queued full buffer on the caller's thread
+  kCompleteWorker,    // a completion worker thread spawned by the ActivityManager thread
 };
 
 class CallbackScope {

@@ -13,20 +13,11 @@ namespace torch_mspti::sim {
 void abortOnReentry(const char* api, const char* realBehaviour) {
   const char* where = "a callback";
   switch (CallbackScope::current()) {
-    case CallbackContext::kRequest:
-      where = "the buffer-request callback (buffer lock held)";
-      break;
-    case CallbackContext::kCompleteLocked:
-      where = "a FlushAll completion callback (buffer lock held)";
-      break;
-    case CallbackContext::kCompleteUnlocked:
-      where = "a FlushAll completion callback";
-      break;
-    case CallbackContext::kCompleteWorker:
-      where = "a completion worker thread";
-      break;
-    case CallbackContext::kNone:
-      break;
+    case CallbackContext::kRequest: where = "the buffer-request callback (buffer lock held)"; break;
+    case CallbackContext::kCompleteLocked: where = "a FlushAll completion callback (buffer lock held)"; break;
+    case CallbackContext::kCompleteUnlocked: where = "a FlushAll completion callback"; break;
+    case CallbackContext::kCompleteWorker: where = "a completion worker thread"; break;
+    case CallbackContext::kNone: break;
   }
   std::fprintf(stderr, "libmspti_sim: %s called from %s: %s. Aborting instead of hanging.\n", api, where,
                realBehaviour);

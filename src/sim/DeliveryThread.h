@@ -22,9 +22,9 @@ namespace torch_mspti::sim {
 
 struct PendingKernel {
   static constexpr int kMaxExternals = 4;  // CUSTOM0..CUSTOM2 and UNKNOWN
-  uint64_t dueNs;    // CLOCK_REALTIME instant at which the record reaches the parser
-  uint64_t sequence; // FIFO among equal due times
-  uint64_t epoch;    // subscription epoch the kernel was launched in
+  uint64_t dueNs;                          // CLOCK_REALTIME instant at which the record reaches the parser
+  uint64_t sequence;                       // FIFO among equal due times
+  uint64_t epoch;                          // subscription epoch the kernel was launched in
   msptiActivityKernel record;
   // Fault injection (option reorder_external): external records held back to be written with
   // this kernel's record instead of at launch.

@@ -25,8 +25,8 @@ class DeviceTimeline {
 
   // Places `count` kernels of `durationNs` back to back on (device, stream), none starting before
   // `earliestStartNs`.
-  std::vector<KernelSlot> place(uint32_t device, uint32_t stream, uint64_t earliestStartNs,
-                                uint64_t durationNs, uint32_t count);
+  std::vector<KernelSlot> place(uint32_t device, uint32_t stream, uint64_t earliestStartNs, uint64_t durationNs,
+                                uint32_t count);
   // End of the last kernel on (device, stream); 0 when none.
   uint64_t streamTail(uint32_t device, uint32_t stream) const;
   // Latest end over the streams of `device`, or of every device when device < 0; 0 when none.

@@ -24,8 +24,7 @@
 namespace torch_mspti::sim {
 
 inline constexpr int kGeneration = TORCH_MSPTI_SIM_GENERATION;
-static_assert(kGeneration == 80 || kGeneration == 81 || kGeneration == 82 || kGeneration == 260 ||
-                  kGeneration == 261,
+static_assert(kGeneration == 80 || kGeneration == 81 || kGeneration == 82 || kGeneration == 260 || kGeneration == 261,
               "TORCH_MSPTI_SIM_GENERATION must be 80, 81, 82, 260 or 261");
 
 // Highest activity kind Enable/Disable accept: kinds added later did not exist yet, so older
@@ -38,8 +37,11 @@ inline constexpr bool kDisablePullsByDefault = kGeneration >= 261;
 
 // "8.0.RC3", "8.1", "8.2", "26.0", "26.1".
 inline constexpr const char* generationName() {
-  return kGeneration == 80 ? "8.0.RC3" : kGeneration == 81 ? "8.1" : kGeneration == 82 ? "8.2"
-                                       : kGeneration == 260 ? "26.0" : "26.1";
+  return kGeneration == 80    ? "8.0.RC3"
+         : kGeneration == 81  ? "8.1"
+         : kGeneration == 82  ? "8.2"
+         : kGeneration == 260 ? "26.0"
+                              : "26.1";
 }
 
 }  // namespace torch_mspti::sim

@@ -61,8 +61,7 @@ uint64_t KernelLauncher::launch(const char* name, const char* type, uint32_t dev
 
   // No device task reads the channel: the device's data never reaches MSPTI (counted as dropped
   // here so that a test can tell).
-  const bool deviceReports =
-      ctx_.switches.kernelTasksRunning() || !ctx_.options.flag(Option::kEnableAfterSubscribe);
+  const bool deviceReports = ctx_.switches.kernelTasksRunning() || !ctx_.options.flag(Option::kEnableAfterSubscribe);
   if (correlationId != MSPTI_INVALID_CORRELATION_ID && (!deviceReports || neverDeliver)) {
     SimCounters::add(ctx_.counters.recordsDropped, slots.size());
   }

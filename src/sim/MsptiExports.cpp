@@ -59,12 +59,11 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiUnsubscribe(msptiSubscriberHandle subscr
   return guarded([&] { return sim::Simulator::instance().unsubscribe(subscriber); });
 }
 
-TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityRegisterCallbacks(msptiBuffersCallbackRequestFunc funcBufferRequested,
-                                                                  msptiBuffersCallbackCompleteFunc funcBufferCompleted) {
+TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityRegisterCallbacks(
+    msptiBuffersCallbackRequestFunc funcBufferRequested, msptiBuffersCallbackCompleteFunc funcBufferCompleted) {
   throwIfInjected(MSPTI_SIM_THROW_REGISTER_CALLBACKS, "msptiActivityRegisterCallbacks");
-  return guarded([&] {
-    return sim::Simulator::instance().buffers().registerCallbacks(funcBufferRequested, funcBufferCompleted);
-  });
+  return guarded(
+      [&] { return sim::Simulator::instance().buffers().registerCallbacks(funcBufferRequested, funcBufferCompleted); });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityEnable(msptiActivityKind kind) {
@@ -123,9 +122,8 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityFlushPeriod(uint32_t time) {
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPushExternalCorrelationId(msptiExternalCorrelationKind kind,
                                                                           uint64_t id) {
   throwIfInjected(MSPTI_SIM_THROW_PUSH, "msptiActivityPushExternalCorrelationId");
-  return guarded([&] {
-    return sim::Simulator::instance().pushExternalCorrelationId(static_cast<uint32_t>(rawValue(kind)), id);
-  });
+  return guarded(
+      [&] { return sim::Simulator::instance().pushExternalCorrelationId(static_cast<uint32_t>(rawValue(kind)), id); });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPopExternalCorrelationId(msptiExternalCorrelationKind kind,

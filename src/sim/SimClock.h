@@ -25,8 +25,7 @@ inline void sleepUntilRealtimeNs(uint64_t targetNs) {
   timespec ts{};
   ts.tv_sec = static_cast<time_t>(targetNs / kNsPerSecond);
   ts.tv_nsec = static_cast<long>(targetNs % kNsPerSecond);
-  while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
+  while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr) == EINTR) {}
 }
 
 inline void sleepForNs(uint64_t ns) {

@@ -17,9 +17,7 @@ struct SimCounters {
   std::atomic<uint64_t> buffersDeclined{0};
   std::atomic<uint64_t> buffersCompleted{0};
 
-  static void add(std::atomic<uint64_t>& counter, uint64_t n = 1) {
-    counter.fetch_add(n, std::memory_order_relaxed);
-  }
+  static void add(std::atomic<uint64_t>& counter, uint64_t n = 1) { counter.fetch_add(n, std::memory_order_relaxed); }
 };
 
 }  // namespace torch_mspti::sim

@@ -9,21 +9,21 @@
 namespace torch_mspti::sim {
 
 enum class Option : size_t {
-  kDeliveryDelayNs,     // kernel end -> record written by the driver reader (mspti.md 5.3: ~200 ms)
-  kLaunchLatencyNs,     // host launch -> earliest device start
-  kDisablePulls,        // Disable(KERNEL) pulls ended kernels' records first (26.1 halProfDataFlush)
-  kDriverFlushNs,       // time the driver flush inside Disable takes (mspti.md 2.3: at most 20 ms)
-  kDropAfterDisable,    // records due while KERNEL is disabled are discarded (parser stopped)
-  kPerThreadStacks,     // external-correlation stacks per thread (NOT the real behaviour, 5.4)
-  kBufferThresholdPct,  // current buffer is queued once this full (ACTIVITY_BUFFER_THRESHOLD 0.8)
+  kDeliveryDelayNs,       // kernel end -> record written by the driver reader (mspti.md 5.3: ~200 ms)
+  kLaunchLatencyNs,       // host launch -> earliest device start
+  kDisablePulls,          // Disable(KERNEL) pulls ended kernels' records first (26.1 halProfDataFlush)
+  kDriverFlushNs,         // time the driver flush inside Disable takes (mspti.md 2.3: at most 20 ms)
+  kDropAfterDisable,      // records due while KERNEL is disabled are discarded (parser stopped)
+  kPerThreadStacks,       // external-correlation stacks per thread (NOT the real behaviour, 5.4)
+  kBufferThresholdPct,    // current buffer is queued once this full (ACTIVITY_BUFFER_THRESHOLD 0.8)
   kEnableAfterSubscribe,  // kernel device tasks start only at Enable(KERNEL) while subscribed (5.6)
   // Fault injection (not MSPTI behaviour; the faults a plugin must survive, mspti.md 6, 11):
-  kThrowIn,             // bitmask of entry points that throw a C++ exception (MSPTI_SIM_THROW_*)
-  kReorderExternal,     // 1: external record right after its kernel's; 2: in a later buffer
+  kThrowIn,                 // bitmask of entry points that throw a C++ exception (MSPTI_SIM_THROW_*)
+  kReorderExternal,         // 1: external record right after its kernel's; 2: in a later buffer
   kDuplicateKernelRecords,  // every KERNEL record is written twice
-  kBadTimingEvery,      // every Nth KERNEL record gets zero or inverted timing (0 = off)
-  kUnknownKindEvery,    // a record of kind 99 precedes every Nth KERNEL record (0 = off)
-  kNeverDeliver,        // kernels run but their records never reach a buffer
+  kBadTimingEvery,          // every Nth KERNEL record gets zero or inverted timing (0 = off)
+  kUnknownKindEvery,        // a record of kind 99 precedes every Nth KERNEL record (0 = off)
+  kNeverDeliver,            // kernels run but their records never reach a buffer
   kCount
 };
 
@@ -45,9 +45,7 @@ class SimOptions {
   int set(const char* key, int64_t value);
   // INT64_MIN for an unknown key.
   int64_t get(const char* key) const;
-  int64_t get(Option option) const {
-    return values_[static_cast<size_t>(option)].load(std::memory_order_relaxed);
-  }
+  int64_t get(Option option) const { return values_[static_cast<size_t>(option)].load(std::memory_order_relaxed); }
   bool flag(Option option) const { return get(option) != 0; }
   void resetDefaults();
 

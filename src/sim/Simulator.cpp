@@ -9,14 +9,12 @@ namespace {
 
 // Kinds whose Disable first flushes their driver channels (mspti.md 2.3).
 bool flushesChannelOnDisable(int kind) {
-  return kind == MSPTI_ACTIVITY_KIND_MARKER || kind == MSPTI_ACTIVITY_KIND_KERNEL ||
-         kind == MSPTI_ACTIVITY_KIND_HCCL || kind == MSPTI_ACTIVITY_KIND_COMMUNICATION;
+  return kind == MSPTI_ACTIVITY_KIND_MARKER || kind == MSPTI_ACTIVITY_KIND_KERNEL || kind == MSPTI_ACTIVITY_KIND_HCCL ||
+         kind == MSPTI_ACTIVITY_KIND_COMMUNICATION;
 }
 
 // KERNEL and COMMUNICATION both read the STARS SOC log channel, where kernel records travel.
-bool flushesSocLog(int kind) {
-  return kind == MSPTI_ACTIVITY_KIND_KERNEL || kind == MSPTI_ACTIVITY_KIND_COMMUNICATION;
-}
+bool flushesSocLog(int kind) { return kind == MSPTI_ACTIVITY_KIND_KERNEL || kind == MSPTI_ACTIVITY_KIND_COMMUNICATION; }
 
 }  // namespace
 

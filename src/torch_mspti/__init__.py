@@ -27,8 +27,7 @@ try:
     from . import _build_info
 except ImportError as _exc:  # a source checkout without a build
     raise ImportError(
-        "torch_mspti is not built: install it with `pip install --no-build-isolation .` "
-        "(see README.md)"
+        "torch_mspti is not built: install it with `pip install --no-build-isolation .` (see README.md)"
     ) from _exc
 
 _torch_version.check_torch_version(_build_info.TORCH_VERSION, _torch.__version__)

@@ -25,8 +25,10 @@ def _normalise_generation(generation: str | int) -> str:
     aliases = {"80": "8.0.RC3", "8.0": "8.0.RC3", "81": "8.1", "82": "8.2", "260": "26.0", "261": "26.1"}
     text = aliases.get(text, text)
     if text not in SIMULATOR_GENERATIONS:
-        raise ValueError(f"unknown MSPTI generation {generation!r}; available: "
-                         f"{', '.join(simulator_generations()) or 'none (reinstall torch-mspti)'}")
+        raise ValueError(
+            f"unknown MSPTI generation {generation!r}; available: "
+            f"{', '.join(simulator_generations()) or 'none (reinstall torch-mspti)'}"
+        )
     return text
 
 

@@ -211,8 +211,11 @@ def build_index(events: list, sink: Sink) -> Index:
 def _index_slice(ix: Index, sink: Sink, i: int, e: dict) -> None:
     ts, dur, cat = e.get("ts"), e.get("dur"), e.get("cat")
     if not (is_number(ts) and is_number(dur)):
-        sink.add("timestamp-not-numeric",
-                 f"slice {e.get('name')!r} ({cat}) has ts {ts!r} and dur {dur!r}; both must be numbers", i)
+        sink.add(
+            "timestamp-not-numeric",
+            f"slice {e.get('name')!r} ({cat}) has ts {ts!r} and dur {dur!r}; both must be numbers",
+            i,
+        )
         return
     ix.max_abs_ts = max(ix.max_abs_ts, abs(ts))
     pid, tid = e.get("pid"), e.get("tid")
@@ -239,11 +242,19 @@ def _index_slice(ix: Index, sink: Sink, i: int, e: dict) -> None:
     elif cat == LAUNCH_CAT:
         ix.launches.append(i)
         if "stream" in args:
-            sink.add("launch-args", f"launch {e.get('name')!r} on pid {pid} tid {tid} has a stream arg "
-                     "(analysis tools then take it for device work)", i)
+            sink.add(
+                "launch-args",
+                f"launch {e.get('name')!r} on pid {pid} tid {tid} has a stream arg "
+                "(analysis tools then take it for device work)",
+                i,
+            )
         elif "correlation" not in args:
-            sink.add("launch-args", f"launch {e.get('name')!r} on pid {pid} tid {tid} lacks a correlation "
-                     "arg (analysis tools pair launches and kernels by it)", i)
+            sink.add(
+                "launch-args",
+                f"launch {e.get('name')!r} on pid {pid} tid {tid} lacks a correlation "
+                "arg (analysis tools pair launches and kernels by it)",
+                i,
+            )
 
 
 def _check_kernel_args(sink: Sink, i: int, e: dict, args: dict) -> None:
@@ -286,30 +297,47 @@ def check_flows(ix: Index, sink: Sink, tol: float) -> int:
     for key, starts in ix.starts.items():
         fid = key[0]
         if len(starts) > 1:
-            sink.add("flow-duplicate-start", f"ac2g flow id {fid!r} starts {len(starts)} times; viewers "
-                     "rebind the arrow to one of them", starts[1])
+            sink.add(
+                "flow-duplicate-start",
+                f"ac2g flow id {fid!r} starts {len(starts)} times; viewers rebind the arrow to one of them",
+                starts[1],
+            )
         s_slice = None
         for si in starts:
             s = ev[si]
             b = bind(si, host, ix.host_pids)
             if b is None:
-                why = ("no host slice is open there" if s.get("pid") in ix.host_pids
-                       else f"pid {s.get('pid')!r} is not a host (cpu_op) process")
-                sink.add("flow-start-not-on-host-slice", f"ac2g flow id {fid!r} starts at ts {fmt_ts(s['ts'])} on "
-                         f"{lane_name(s.get('pid'), s.get('tid'), s.get('pid') in ix.device_pids)}, but {why}", si)
+                why = (
+                    "no host slice is open there"
+                    if s.get("pid") in ix.host_pids
+                    else f"pid {s.get('pid')!r} is not a host (cpu_op) process"
+                )
+                sink.add(
+                    "flow-start-not-on-host-slice",
+                    f"ac2g flow id {fid!r} starts at ts {fmt_ts(s['ts'])} on "
+                    f"{lane_name(s.get('pid'), s.get('tid'), s.get('pid') in ix.device_pids)}, but {why}",
+                    si,
+                )
             elif s_slice is None:
                 s_slice = b
         finishes = ix.ends.get(key)
         if not finishes:
-            sink.add("flow-unpaired", f"ac2g flow id {fid!r} starts at ts {fmt_ts(ev[starts[0]]['ts'])} "
-                     "but never finishes (no 'f' event)", starts[0])
+            sink.add(
+                "flow-unpaired",
+                f"ac2g flow id {fid!r} starts at ts {fmt_ts(ev[starts[0]]['ts'])} but never finishes (no 'f' event)",
+                starts[0],
+            )
             continue
         s_ts = ev[starts[0]]["ts"]
         for fi in finishes:
             f = ev[fi]
             if f["ts"] < s_ts - tol:
-                sink.add("flow-backwards", f"ac2g flow id {fid!r} points backwards: finish ts "
-                         f"{fmt_ts(f['ts'])} is before start ts {fmt_ts(s_ts)}", fi)
+                sink.add(
+                    "flow-backwards",
+                    f"ac2g flow id {fid!r} points backwards: finish ts "
+                    f"{fmt_ts(f['ts'])} is before start ts {fmt_ts(s_ts)}",
+                    fi,
+                )
             f_slice = _check_finish(ix, sink, fi, fid, bind(fi, dev, ix.device_pids))
             if s_slice is not None and f_slice is not None:
                 _check_link(ev, sink, fid, s_slice, f_slice, fi)
@@ -318,22 +346,36 @@ def check_flows(ix: Index, sink: Sink, tol: float) -> int:
         if key not in ix.starts:
             for fi in finishes:
                 _check_finish(ix, sink, fi, key[0], bind(fi, dev, ix.device_pids))
-                sink.add("flow-unpaired", f"ac2g flow id {key[0]!r} finishes at ts {fmt_ts(ev[fi]['ts'])} "
-                         "but never starts (no 's' event)", fi)
+                sink.add(
+                    "flow-unpaired",
+                    f"ac2g flow id {key[0]!r} finishes at ts {fmt_ts(ev[fi]['ts'])} but never starts (no 's' event)",
+                    fi,
+                )
     return len(ix.starts)
 
 
 def _check_finish(ix: Index, sink: Sink, fi: int, fid: Any, bound: int | None) -> int | None:
     f = ix.events[fi]
     if f.get("bp") != "e":
-        sink.add("flow-end-binding", f"ac2g flow id {fid!r} finish lacks \"bp\": \"e\", so viewers bind it "
-                 "to the next slice instead of the enclosing kernel", fi)
+        sink.add(
+            "flow-end-binding",
+            f'ac2g flow id {fid!r} finish lacks "bp": "e", so viewers bind it '
+            "to the next slice instead of the enclosing kernel",
+            fi,
+        )
     if bound is None:
         pid = f.get("pid")
-        why = ("no kernel slice covers that time" if pid in ix.device_pids
-               else f"pid {pid!r} carries no kernel/copy events")
-        sink.add("flow-end-not-on-device-slice", f"ac2g flow id {fid!r} finishes at ts {fmt_ts(f['ts'])} "
-                 f"on {lane_name(pid, f.get('tid'), pid in ix.device_pids)}, but {why}", fi)
+        why = (
+            "no kernel slice covers that time"
+            if pid in ix.device_pids
+            else f"pid {pid!r} carries no kernel/copy events"
+        )
+        sink.add(
+            "flow-end-not-on-device-slice",
+            f"ac2g flow id {fid!r} finishes at ts {fmt_ts(f['ts'])} "
+            f"on {lane_name(pid, f.get('tid'), pid in ix.device_pids)}, but {why}",
+            fi,
+        )
     return bound
 
 
@@ -341,8 +383,12 @@ def _check_link(ev: list, sink: Sink, fid: Any, si: int, ki: int, fi: int) -> No
     sa, ka = _args(ev[si]), _args(ev[ki])
     for key in ("correlation", "External id"):
         if key in sa and key in ka and sa[key] != ka[key]:
-            sink.add("flow-link-mismatch", f"ac2g flow id {fid!r} joins {ev[si].get('name')!r} ({key} "
-                     f"{sa[key]!r}) to {ev[ki].get('name')!r} ({key} {ka[key]!r})", fi)
+            sink.add(
+                "flow-link-mismatch",
+                f"ac2g flow id {fid!r} joins {ev[si].get('name')!r} ({key} "
+                f"{sa[key]!r}) to {ev[ki].get('name')!r} ({key} {ka[key]!r})",
+                fi,
+            )
 
 
 def check_stream_overlap(ix: Index, sink: Sink, tol: float) -> None:
@@ -352,9 +398,12 @@ def check_stream_overlap(ix: Index, sink: Sink, tol: float) -> None:
         last_end, last_i = -math.inf, -1
         for ts, end, i in items:
             if ts < last_end - tol:
-                sink.add("kernel-overlap-in-stream",
-                         f"on {lane_name(pid, tid, True)}, {ev[i].get('name')!r} starts at {fmt_ts(ts)} before "
-                         f"{ev[last_i].get('name')!r} (from {fmt_ts(ev[last_i]['ts'])}) ends at {fmt_ts(last_end)}", i)
+                sink.add(
+                    "kernel-overlap-in-stream",
+                    f"on {lane_name(pid, tid, True)}, {ev[i].get('name')!r} starts at {fmt_ts(ts)} before "
+                    f"{ev[last_i].get('name')!r} (from {fmt_ts(ev[last_i]['ts'])}) ends at {fmt_ts(last_end)}",
+                    i,
+                )
             if end > last_end:
                 last_end, last_i = end, i
 
@@ -367,23 +416,31 @@ def check_launch_nesting(ix: Index, sink: Sink, tol: float) -> None:
         if e["dur"] < 0:
             continue
         if lane not in ops or not ops[lane].covers(e["ts"], e["ts"] + e["dur"], tol):
-            sink.add("launch-not-nested-in-op", f"launch {e.get('name')!r} at ts {fmt_ts(e['ts'])} on "
-                     f"{lane_name(*lane, False)} lies inside no cpu_op slice", i)
+            sink.add(
+                "launch-not-nested-in-op",
+                f"launch {e.get('name')!r} at ts {fmt_ts(e['ts'])} on "
+                f"{lane_name(*lane, False)} lies inside no cpu_op slice",
+                i,
+            )
 
 
 def check_lanes(ix: Index, sink: Sink) -> None:
     host_sorts = [ix.process_sort.get(p, p) for p in ix.host_pids]
     host_max = max((s for s in host_sorts if is_number(s)), default=None)
     for pid in sorted(ix.device_pids, key=repr):
-        missing = [k for k, d in (("process_name", ix.process_names), ("process_labels", ix.process_labels))
-                   if not d.get(pid)]
+        missing = [
+            k for k, d in (("process_name", ix.process_names), ("process_labels", ix.process_labels)) if not d.get(pid)
+        ]
         if missing:
             sink.add("npu-lane-unnamed", f"device process {pid!r} has no {' or '.join(missing)} metadata")
         sort = ix.process_sort.get(pid, pid)
         if host_max is not None and (not is_number(sort) or sort <= host_max):
             has = f"sort index {sort!r}" if pid in ix.process_sort else f"no process_sort_index (so pid {pid!r})"
-            sink.add("npu-lane-sorted-above-cpu", f"device process {pid!r} has {has}, not above the CPU "
-                     f"lanes' {host_max!r}; use device + {EXCEED_MAX_PID}")
+            sink.add(
+                "npu-lane-sorted-above-cpu",
+                f"device process {pid!r} has {has}, not above the CPU "
+                f"lanes' {host_max!r}; use device + {EXCEED_MAX_PID}",
+            )
     for pid, tid in sorted(ix.device_slices, key=repr):
         if not ix.thread_names.get((pid, tid)):
             sink.add("npu-lane-unnamed", f"{lane_name(pid, tid, True)} has no thread_name metadata")
@@ -400,6 +457,5 @@ def health_report(trace: Any, sink: Sink) -> dict | None:
             pass
     if isinstance(value, dict):
         return value
-    sink.add("health-report-malformed", f'trace-level "{HEALTH_KEY}" is {type(value).__name__}, '
-             "not a JSON object")
+    sink.add("health-report-malformed", f'trace-level "{HEALTH_KEY}" is {type(value).__name__}, not a JSON object')
     return None

@@ -118,8 +118,9 @@ def _events_of(trace: Any, origin: str) -> list:
     if isinstance(trace, dict) and isinstance(trace.get("traceEvents"), list):
         return trace["traceEvents"]
     got = "an object without a traceEvents list" if isinstance(trace, dict) else type(trace).__name__
-    raise TraceFileError(f"{origin}: not a Chrome trace (expected an object with traceEvents "
-                         f"or a list of events, got {got})")
+    raise TraceFileError(
+        f"{origin}: not a Chrome trace (expected an object with traceEvents or a list of events, got {got})"
+    )
 
 
 def check_trace(
@@ -154,11 +155,15 @@ def check_trace(
     ratio = ix.linked_kernels / ix.kernels if ix.kernels else None
     if min_link_ratio is not None:
         if ratio is None:
-            sink.add("link-ratio-below-min", f"no kernels in the trace, so the link ratio cannot reach "
-                     f"{min_link_ratio:.2f}")
+            sink.add(
+                "link-ratio-below-min", f"no kernels in the trace, so the link ratio cannot reach {min_link_ratio:.2f}"
+            )
         elif ratio < min_link_ratio:
-            sink.add("link-ratio-below-min", f"only {ix.linked_kernels} of {ix.kernels} kernels "
-                     f"({ratio:.1%}) carry an External id; required {min_link_ratio:.1%}")
+            sink.add(
+                "link-ratio-below-min",
+                f"only {ix.linked_kernels} of {ix.kernels} kernels "
+                f"({ratio:.1%}) carry an External id; required {min_link_ratio:.1%}",
+            )
 
     stats = CheckStats(
         events=len(events),

@@ -12,7 +12,8 @@ import argparse
 import json
 import shutil
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -99,8 +100,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     except (TraceFileError, TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
         # TraceFileError: unreadable file; the others: JSON whose events have values of the wrong
         # type (a list where a string belongs, ...) or nesting too deep to parse.
-        message = str(exc) if isinstance(exc, TraceFileError) else (
-            f"{args.trace}: malformed trace ({_one_line(exc)})")
+        message = str(exc) if isinstance(exc, TraceFileError) else (f"{args.trace}: malformed trace ({_one_line(exc)})")
         print(f"{PROG} check: {message}", file=sys.stderr)
         if args.json:
             _dump({"trace": args.trace, "ok": False, "error": message})
@@ -112,13 +112,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     con = _console(sys.stdout)
     s = report.stats
     con.print(Text(f"trace {args.trace}  ({s.events} events)", style="bold"))
-    con.print(_grid([
-        ("kernels", f"{s.kernels}  (linked {s.linked_kernels}, {_ratio(s.link_ratio)})"),
-        ("launches", s.launches),
-        ("arrows", f"{s.flows} starts, {s.flow_finishes} finishes"),
-        ("device lanes", f"{s.device_lanes} devices, {s.streams} streams"),
-        ("health report", "present" if report.health is not None else "absent"),
-    ]))
+    con.print(
+        _grid(
+            [
+                ("kernels", f"{s.kernels}  (linked {s.linked_kernels}, {_ratio(s.link_ratio)})"),
+                ("launches", s.launches),
+                ("arrows", f"{s.flows} starts, {s.flow_finishes} finishes"),
+                ("device lanes", f"{s.device_lanes} devices, {s.streams} streams"),
+                ("health report", "present" if report.health is not None else "absent"),
+            ]
+        )
+    )
     if report.ok:
         con.print(Text("OK: no problems found", style="bold green"))
         return 0
@@ -142,26 +146,32 @@ def bypass_findings(plugin: dict | None) -> list[dict[str, str]]:
     """Setups in this process that route profiling around our plugin."""
     found = []
     if TRANSFER_TO_NPU in sys.modules:
-        found.append({
-            "kind": "transfer_to_npu",
-            "message": f"{TRANSFER_TO_NPU} is imported; it swaps torch.profiler for torch_npu's profiler",
-            "fix": f"do not import {TRANSFER_TO_NPU} in the profiled program",
-        })
+        found.append(
+            {
+                "kind": "transfer_to_npu",
+                "message": f"{TRANSFER_TO_NPU} is imported; it swaps torch.profiler for torch_npu's profiler",
+                "fix": f"do not import {TRANSFER_TO_NPU} in the profiled program",
+            }
+        )
     torch = sys.modules.get("torch")
     profile = getattr(getattr(torch, "profiler", None), "profile", None)
     module = getattr(profile, "__module__", None) or ""
     if profile is not None and not module.startswith("torch.profiler"):
-        found.append({
-            "kind": "profiler_replaced",
-            "message": f"torch.profiler.profile comes from {module or '?'}, not torch",
-            "fix": "use torch's own torch.profiler.profile",
-        })
+        found.append(
+            {
+                "kind": "profiler_replaced",
+                "message": f"torch.profiler.profile comes from {module or '?'}, not torch",
+                "fix": "use torch's own torch.profiler.profile",
+            }
+        )
     if plugin and plugin.get("other_profiler"):
-        found.append({
-            "kind": "other_privateuse1_profiler",
-            "message": "another PrivateUse1 profiler (e.g. torch_npu's) is registered with kineto",
-            "fix": "profile with torch.profiler and let torch-mspti own the PrivateUse1 profiler",
-        })
+        found.append(
+            {
+                "kind": "other_privateuse1_profiler",
+                "message": "another PrivateUse1 profiler (e.g. torch_npu's) is registered with kineto",
+                "fix": "profile with torch.profiler and let torch-mspti own the PrivateUse1 profiler",
+            }
+        )
     return found
 
 
@@ -175,15 +185,26 @@ def verdict(d: dict) -> tuple[bool, str]:
     if not plugin.get("registered"):
         if plugin.get("mode") == "off":
             return False, "the torch-mspti plugin is switched off (mode=off): set its mode to auto or mspti"
-        return False, ("the torch-mspti profiler is not registered with kineto: import torch_mspti before "
-                       "profiling and check that TORCH_MSPTI_DISABLE is unset")
+        return False, (
+            "the torch-mspti profiler is not registered with kineto: import torch_mspti before "
+            "profiling and check that TORCH_MSPTI_DISABLE is unset"
+        )
     return True, f"NPU collection is possible (libmspti at {lib.get('path') or '?'})"
 
 
 def _doctor_failure(args: argparse.Namespace, line: str) -> int:
     if args.json:
-        _dump({"ok": False, "error": line, "library": None, "plugin": None, "last_session": None,
-               "totals": None, "bypass": bypass_findings(None)})
+        _dump(
+            {
+                "ok": False,
+                "error": line,
+                "library": None,
+                "plugin": None,
+                "last_session": None,
+                "totals": None,
+                "bypass": bypass_findings(None),
+            }
+        )
     print(f"{PROG} doctor: {line}", file=sys.stderr)
     return 1
 
@@ -219,9 +240,17 @@ def _render_doctor(con: Console, d: dict) -> None:
     con.print(Text(f"{PROG} {_version()}", style="bold"))
     lib = d.get("library") or {}
     _section(con, "Library (libmspti)")
-    con.print(_grid([("available", lib.get("available")), ("path", lib.get("path")),
-                     ("found by", lib.get("found_by")), ("version", lib.get("version"))]
-                    + ([("reason", lib.get("reason")), ("fix", lib.get("fix"))] if not lib.get("available") else [])))
+    con.print(
+        _grid(
+            [
+                ("available", lib.get("available")),
+                ("path", lib.get("path")),
+                ("found by", lib.get("found_by")),
+                ("version", lib.get("version")),
+            ]
+            + ([("reason", lib.get("reason")), ("fix", lib.get("fix"))] if not lib.get("available") else [])
+        )
+    )
     cands = lib.get("candidates") or []
     if cands:
         con.print()
@@ -231,24 +260,35 @@ def _render_doctor(con: Console, d: dict) -> None:
         con.print(t)
     sym = lib.get("symbols") or {}
     caps = lib.get("capabilities") or {}
-    con.print(_grid([
-        ("symbols", f"{len(sym.get('resolved') or [])} resolved"),
-        ("missing required", sym.get("missing_required")),
-        ("missing optional", sym.get("missing_optional")),
-        ("capabilities", "  ".join(f"{k} {_fmt(v)}" for k, v in caps.items()) or None),
-    ]))
+    con.print(
+        _grid(
+            [
+                ("symbols", f"{len(sym.get('resolved') or [])} resolved"),
+                ("missing required", sym.get("missing_required")),
+                ("missing optional", sym.get("missing_optional")),
+                ("capabilities", "  ".join(f"{k} {_fmt(v)}" for k, v in caps.items()) or None),
+            ]
+        )
+    )
 
     plugin = d.get("plugin") or {}
     backend = plugin.get("privateuse1_backend")
     if backend is not None and plugin.get("backend_named") is False:
         backend = f"{backend} (not renamed: torch_npu not loaded?)"
     _section(con, "Plugin")
-    con.print(_grid([
-        ("registered", plugin.get("registered")), ("forwarded to kineto", plugin.get("forwarded_to_kineto")),
-        ("PrivateUse1 backend", backend), ("other profiler", plugin.get("other_profiler")),
-        ("mode", plugin.get("mode")), ("sessions", plugin.get("sessions")),
-        ("last trace used ours", plugin.get("last_trace_used_ours")),
-    ]))
+    con.print(
+        _grid(
+            [
+                ("registered", plugin.get("registered")),
+                ("forwarded to kineto", plugin.get("forwarded_to_kineto")),
+                ("PrivateUse1 backend", backend),
+                ("other profiler", plugin.get("other_profiler")),
+                ("mode", plugin.get("mode")),
+                ("sessions", plugin.get("sessions")),
+                ("last trace used ours", plugin.get("last_trace_used_ours")),
+            ]
+        )
+    )
 
     last = d.get("last_session")
     _section(con, "Last session")
@@ -259,9 +299,18 @@ def _render_doctor(con: Console, d: dict) -> None:
 
     totals = d.get("totals") or {}
     if totals:
-        con.print(_grid([("all sessions", f"kernels {_fmt(totals.get('kernels'))} (linked "
-                          f"{_fmt(totals.get('linked_kernels'))}, {_ratio(totals.get('link_ratio'))}); "
-                          f"records dropped {_fmt(totals.get('records_dropped'))}")]))
+        con.print(
+            _grid(
+                [
+                    (
+                        "all sessions",
+                        f"kernels {_fmt(totals.get('kernels'))} (linked "
+                        f"{_fmt(totals.get('linked_kernels'))}, {_ratio(totals.get('link_ratio'))}); "
+                        f"records dropped {_fmt(totals.get('records_dropped'))}",
+                    )
+                ]
+            )
+        )
 
     if d.get("bypass"):
         _section(con, "Warnings")
@@ -271,21 +320,40 @@ def _render_doctor(con: Console, d: dict) -> None:
 
 def _render_session(con: Console, s: dict) -> None:
     buf, drain = s.get("buffers") or {}, s.get("drain") or {}
-    con.print(_grid([
-        ("state", s.get("state")),
-        ("errors", s.get("errors")),
-        ("kernels", f"{_fmt(s.get('kernels'))}  (linked {_fmt(s.get('linked_kernels'))}, "
-                    f"{_ratio(s.get('link_ratio'))}; unlinked {_fmt(s.get('unlinked_kernels'))})"),
-        ("rejected", f"out of window {_fmt(s.get('out_of_window'))}, invalid timing "
-                     f"{_fmt(s.get('invalid_timing'))}, duplicates {_fmt(s.get('duplicates'))}, "
-                     f"mislinks {_fmt(s.get('mislinks_rejected'))}"),
-        ("buffers", f"requested {_fmt(buf.get('requested'))}, completed {_fmt(buf.get('completed'))}, "
-                    f"declined {_fmt(buf.get('declined'))}; records dropped {_fmt(s.get('records_dropped'))}"),
-        ("drain", f"{_fmt(drain.get('exit_reason'))} after {_fmt(drain.get('flushes'))} flushes, "
-                  f"{_fmt(drain.get('ms'))} ms"),
-        ("during drain", f"records {_fmt(drain.get('records_during_drain'))}, pending launches "
-                         f"{_fmt(drain.get('pending_launches'))}, late records {_fmt(drain.get('late_records'))}"),
-    ]))
+    con.print(
+        _grid(
+            [
+                ("state", s.get("state")),
+                ("errors", s.get("errors")),
+                (
+                    "kernels",
+                    f"{_fmt(s.get('kernels'))}  (linked {_fmt(s.get('linked_kernels'))}, "
+                    f"{_ratio(s.get('link_ratio'))}; unlinked {_fmt(s.get('unlinked_kernels'))})",
+                ),
+                (
+                    "rejected",
+                    f"out of window {_fmt(s.get('out_of_window'))}, invalid timing "
+                    f"{_fmt(s.get('invalid_timing'))}, duplicates {_fmt(s.get('duplicates'))}, "
+                    f"mislinks {_fmt(s.get('mislinks_rejected'))}",
+                ),
+                (
+                    "buffers",
+                    f"requested {_fmt(buf.get('requested'))}, completed {_fmt(buf.get('completed'))}, "
+                    f"declined {_fmt(buf.get('declined'))}; records dropped {_fmt(s.get('records_dropped'))}",
+                ),
+                (
+                    "drain",
+                    f"{_fmt(drain.get('exit_reason'))} after {_fmt(drain.get('flushes'))} flushes, "
+                    f"{_fmt(drain.get('ms'))} ms",
+                ),
+                (
+                    "during drain",
+                    f"records {_fmt(drain.get('records_during_drain'))}, pending launches "
+                    f"{_fmt(drain.get('pending_launches'))}, late records {_fmt(drain.get('late_records'))}",
+                ),
+            ]
+        )
+    )
     kinds = s.get("records_by_kind") or {}
     if kinds:
         t = _table("record kind", "count")
@@ -305,8 +373,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"{PROG} demo: the simulator is not available: {_one_line(exc)}", file=sys.stderr)
         return 1
     # Unset options are left out so the demo's own defaults apply.
-    kwargs = {k: getattr(args, k) for k in ("workload", "steps", "size", "out", "device", "launch_mode")
-              if getattr(args, k) is not None}
+    kwargs = {
+        k: getattr(args, k)
+        for k in ("workload", "steps", "size", "out", "device", "launch_mode")
+        if getattr(args, k) is not None
+    }
     return int(demo.run(**kwargs) or 0)
 
 
@@ -348,10 +419,15 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate the structure of an exported Chrome trace")
     c.add_argument("trace", metavar="TRACE.json", help="trace file (JSON, optionally gzip)")
     c.add_argument("--json", action="store_true", help="print the report as JSON")
-    c.add_argument("--min-link-ratio", type=_ratio_arg, metavar="R",
-                   help="fail when fewer than this share (0..1) of kernels is linked to an op")
-    c.add_argument("--max-problems", type=_count_arg(0), default=20, metavar="N",
-                   help="list at most N problems (default 20)")
+    c.add_argument(
+        "--min-link-ratio",
+        type=_ratio_arg,
+        metavar="R",
+        help="fail when fewer than this share (0..1) of kernels is linked to an op",
+    )
+    c.add_argument(
+        "--max-problems", type=_count_arg(0), default=20, metavar="N", help="list at most N problems (default 20)"
+    )
     c.set_defaults(func=cmd_check)
 
     m = sub.add_parser("demo", help="profile a demo workload and write its trace")
@@ -360,8 +436,13 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--size", type=_count_arg(1), metavar="N", help="problem size")
     m.add_argument("--out", metavar="PATH", help="where to write the Chrome trace")
     m.add_argument("--device", choices=("auto", "sim", "real"), default="auto")
-    m.add_argument("--launch-mode", dest="launch_mode", choices=("direct", "queued"), default="direct",
-                   help="simulator: launch inside the op (direct) or from a task-queue thread (queued)")
+    m.add_argument(
+        "--launch-mode",
+        dest="launch_mode",
+        choices=("direct", "queued"),
+        default="direct",
+        help="simulator: launch inside the op (direct) or from a task-queue thread (queued)",
+    )
     m.set_defaults(func=cmd_demo)
     return p
 

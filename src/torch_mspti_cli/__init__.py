@@ -15,7 +15,7 @@ __all__ = ["main"]
 def main(argv: list[str] | None = None) -> int:
     try:
         from torch_mspti.cli import main as cli_main
-    except Exception as exc:  # noqa: BLE001 - any import failure is reported, never raised
+    except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"torch-mspti: torch_mspti cannot be imported: {first}", file=sys.stderr)
         return 1

@@ -65,10 +65,25 @@ def main() -> None:
         "valid_launches.bin": b"".join(launch(i) for i in range(8)),
         "valid_multi_kernel_launch.bin": launch(0, kernels_per_launch=5),
         "valid_every_kind.bin": b"".join(
-            [marker(), kernel(2, T0, 10), api(2, T0, kind=3), other(4), other(5), other(6), other(7),
-             external(2, 99), other(9), api(2, T0, kind=10), api(2, T0, kind=11), api(2, T0, kind=12)]),
+            [
+                marker(),
+                kernel(2, T0, 10),
+                api(2, T0, kind=3),
+                other(4),
+                other(5),
+                other(6),
+                other(7),
+                external(2, 99),
+                other(9),
+                api(2, T0, kind=10),
+                api(2, T0, kind=11),
+                api(2, T0, kind=12),
+            ]
+        ),
         "valid_null_and_odd_names.bin": kernel(3, T0, 10, type_ptr=0, name_ptr=0)
-        + kernel(4, T0, 10, type_ptr=3, name_ptr=4) + api(4, T0, name_ptr=5) + marker(0, 6),
+        + kernel(4, T0, 10, type_ptr=3, name_ptr=4)
+        + api(4, T0, name_ptr=5)
+        + marker(0, 6),
         "valid_zero_and_inverted_timing.bin": kernel(5, 0, 0) + kernel(6, T0 + 10, -20),
         "empty.bin": b"",
         "kind_only.bin": struct.pack("<I", 2),

@@ -63,20 +63,16 @@ std::vector<size_t> pointerOffsets(uint32_t kind) {
   switch (kind) {
     case MSPTI_ACTIVITY_KIND_MARKER:
       return {offsetof(msptiActivityMarker, name), offsetof(msptiActivityMarker, domain)};
-    case MSPTI_ACTIVITY_KIND_KERNEL:
-      return {offsetof(msptiActivityKernel, type), offsetof(msptiActivityKernel, name)};
+    case MSPTI_ACTIVITY_KIND_KERNEL: return {offsetof(msptiActivityKernel, type), offsetof(msptiActivityKernel, name)};
     case MSPTI_ACTIVITY_KIND_API:
     case MSPTI_ACTIVITY_KIND_ACL_API:
     case MSPTI_ACTIVITY_KIND_NODE_API:
-    case MSPTI_ACTIVITY_KIND_RUNTIME_API:
-      return {offsetof(msptiActivityApi, name)};
-    case MSPTI_ACTIVITY_KIND_HCCL:
-      return {offsetof(msptiActivityHccl, name), offsetof(msptiActivityHccl, commName)};
+    case MSPTI_ACTIVITY_KIND_RUNTIME_API: return {offsetof(msptiActivityApi, name)};
+    case MSPTI_ACTIVITY_KIND_HCCL: return {offsetof(msptiActivityHccl, name), offsetof(msptiActivityHccl, commName)};
     case MSPTI_ACTIVITY_KIND_COMMUNICATION:
       return {offsetof(msptiActivityCommunication, algType), offsetof(msptiActivityCommunication, name),
               offsetof(msptiActivityCommunication, commName)};
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -195,7 +191,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (counted != out.records) fail("records != sum of recordsByKind", counted, out.records);
   if (walked + out.abandonedBytes != size) fail("walked + abandoned != validSize", walked + out.abandonedBytes, size);
   if (walked != pos) fail("walker and layout disagree on the records' extent", walked, pos);
-  if (out.abandoned != (out.abandonedBytes > 0)) fail("abandoned flag and bytes disagree", out.abandoned, out.abandonedBytes);
+  if (out.abandoned != (out.abandonedBytes > 0))
+    fail("abandoned flag and bytes disagree", out.abandoned, out.abandonedBytes);
   if (expectValid && out.abandoned) fail("a valid_* seed was abandoned", out.abandonedKind, out.abandonedBytes);
 
   // The kept records, in order and field by field.

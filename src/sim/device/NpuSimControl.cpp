@@ -11,8 +11,8 @@ namespace torch_mspti::sim {
 namespace {
 
 void configure_op(const std::string& simulator, int64_t device_count, const std::string& launch_mode,
-                  double duration_scale, int64_t min_duration_ns, int64_t fixed_duration_ns,
-                  int64_t queue_pickup_ns, int64_t housekeeping_every) {
+                  double duration_scale, int64_t min_duration_ns, int64_t fixed_duration_ns, int64_t queue_pickup_ns,
+                  int64_t housekeeping_every) {
   Config cfg;
   cfg.device_count = static_cast<int>(device_count);
   TORCH_CHECK(launch_mode == "direct" || launch_mode == "queued",
@@ -29,9 +29,7 @@ void configure_op(const std::string& simulator, int64_t device_count, const std:
 
 bool is_configured_op() { return configured(); }
 
-std::string launch_mode_op() {
-  return config().mode == LaunchMode::kDirect ? "direct" : "queued";
-}
+std::string launch_mode_op() { return config().mode == LaunchMode::kDirect ? "direct" : "queued"; }
 
 int64_t device_count_op() { return config().device_count; }
 int64_t current_device_op() { return current_device(); }

@@ -68,8 +68,7 @@ struct Call {
   // A CPU kernel may have grown an out= argument into fresh memory: bring the npu tensor along.
   void fix_up_resized() {
     for (auto& [npu, alias] : swapped) {
-      if (alias.data_ptr() == npu.data_ptr() && alias.sizes() == npu.sizes() &&
-          alias.strides() == npu.strides()) {
+      if (alias.data_ptr() == npu.data_ptr() && alias.sizes() == npu.sizes() && alias.strides() == npu.strides()) {
         continue;
       }
       npu_resize(npu, alias.sizes());
@@ -158,8 +157,8 @@ void npu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 void install_direct_fallbacks() {
   static std::once_flag once;
   std::call_once(once, [] {
-    static auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
-                                          __FILE__, __LINE__);
+    static auto* lib =
+        new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
     for (const c10::OperatorName& n : c10::Dispatcher::singleton().getAllOpNames()) {
       if (n.name.rfind("aten::", 0) != 0) continue;
       auto op = c10::Dispatcher::singleton().findOp(n);
@@ -174,8 +173,6 @@ void install_direct_fallbacks() {
   });
 }
 
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&npu_cpu_fallback>());
-}
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&npu_cpu_fallback>()); }
 
 }  // namespace torch_mspti::sim

@@ -33,9 +33,7 @@ class HostBackedAllocator final : public c10::Allocator {
     return {p, p, &free_host, c10::Device(kNpu, dev)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &free_host; }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    std::memcpy(dest, src, count);
-  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
 };
 
 HostBackedAllocator g_allocator;
@@ -58,8 +56,7 @@ class GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     if (d.index() >= 0 && d.index() < deviceCount()) {
       try {
         set_current_device(d.index());
-      } catch (...) {
-      }
+      } catch (...) {}
     }
   }
 
@@ -87,22 +84,18 @@ class GuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
               const c10::EventFlag /*flag*/) const override {
-    TORCH_CHECK(device_index == -1 || device_index == stream.device_index(),
-                "simulated NPU: event device ", static_cast<int>(device_index),
-                " does not match stream device ", stream.device());
+    TORCH_CHECK(device_index == -1 || device_index == stream.device_index(), "simulated NPU: event device ",
+                static_cast<int>(device_index), " does not match stream device ", stream.device());
     if (*event == nullptr) *event = event_create();
     event_record(static_cast<SimEvent*>(*event), stream.device_index(), stream.id());
   }
   // Cross-stream waits are not modelled on the simulated timeline: block() orders nothing.
   void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
-  bool queryEvent(void* event) const override {
-    return event == nullptr || event_query(static_cast<SimEvent*>(event));
-  }
+  bool queryEvent(void* event) const override { return event == nullptr || event_query(static_cast<SimEvent*>(event)); }
   void destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept override {
     try {
       event_destroy(static_cast<SimEvent*>(event));
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   void synchronizeEvent(void* event) const override {
     if (event != nullptr) event_synchronize(static_cast<SimEvent*>(event));
@@ -114,12 +107,8 @@ class GuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   bool queryStream(const c10::Stream& s) const override { return stream_idle(s.device_index(), s.id()); }
-  void synchronizeStream(const c10::Stream& s) const override {
-    synchronize_stream(s.device_index(), s.id());
-  }
-  void synchronizeDevice(const c10::DeviceIndex device_index) const override {
-    synchronize_device(device_index);
-  }
+  void synchronizeStream(const c10::Stream& s) const override { synchronize_stream(s.device_index(), s.id()); }
+  void synchronizeDevice(const c10::DeviceIndex device_index) const override { synchronize_device(device_index); }
   void recordDataPtrOnStream(const c10::DataPtr& /*data_ptr*/, const c10::Stream& /*stream*/) const override {}
 };
 
@@ -130,9 +119,7 @@ class Hooks final : public at::PrivateUse1HooksInterface {
   bool hasPrimaryContext(c10::DeviceIndex device_index) const override {
     return device_index >= 0 && device_index < config().device_count;
   }
-  c10::DeviceIndex deviceCount() const override {
-    return static_cast<c10::DeviceIndex>(config().device_count);
-  }
+  c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(config().device_count); }
   void setCurrentDevice(c10::DeviceIndex device) const override { set_current_device(device); }
   c10::DeviceIndex getCurrentDevice() const override { return current_device(); }
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
@@ -140,9 +127,7 @@ class Hooks final : public at::PrivateUse1HooksInterface {
     set_current_device(device);
     return old;
   }
-  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override {
-    return exchangeDevice(device);
-  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override { return exchangeDevice(device); }
   // Random numbers for npu tensors come from the CPU generator: the fallback runs CPU kernels.
   const at::Generator& getDefaultGenerator(c10::DeviceIndex /*device_index*/) const override {
     return at::detail::getDefaultCPUGenerator();

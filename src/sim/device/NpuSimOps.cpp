@@ -28,10 +28,10 @@ at::Tensor cpu_alias(const at::Tensor& t) {
   // Non-owning and resizable through the CPU allocator: a CPU kernel that grows an out= argument
   // gets fresh memory, which the fallback notices and copies back.
   c10::Storage alias(c10::Storage::use_byte_size_t(), st.nbytes(),
-                     c10::DataPtr(st.mutable_data(), c10::Device(c10::DeviceType::CPU)),
-                     c10::GetCPUAllocator(), /*resizable=*/true);
-  auto a = at::detail::make_tensor<c10::TensorImpl>(std::move(alias),
-                                                    c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+                     c10::DataPtr(st.mutable_data(), c10::Device(c10::DeviceType::CPU)), c10::GetCPUAllocator(),
+                     /*resizable=*/true);
+  auto a =
+      at::detail::make_tensor<c10::TensorImpl>(std::move(alias), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
   a.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
   if (t.is_conj()) a._set_conj(true);
   if (t.is_neg()) a._set_neg(true);
@@ -40,8 +40,7 @@ at::Tensor cpu_alias(const at::Tensor& t) {
 
 at::Tensor npu_view_of(const c10::Storage& storage, const at::Tensor& like) {
   auto v = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(storage),
-                                                    c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                                    like.dtype());
+                                                    c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());
   v.unsafeGetTensorImpl()->set_sizes_and_strides(like.sizes(), like.strides(), like.storage_offset());
   if (like.is_conj()) v._set_conj(true);
   if (like.is_neg()) v._set_neg(true);
@@ -55,12 +54,11 @@ void release_adopted(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
 c10::Storage adopt_storage(const c10::Storage& cpu_storage, c10::DeviceIndex device) {
   auto* keep = new c10::Storage(cpu_storage);
   c10::DataPtr dp(keep->mutable_data(), keep, &release_adopted, c10::Device(kNpu, device));
-  return c10::Storage(c10::Storage::use_byte_size_t(), keep->nbytes(), std::move(dp),
-                      device_allocator(), /*resizable=*/true);
+  return c10::Storage(c10::Storage::use_byte_size_t(), keep->nbytes(), std::move(dp), device_allocator(),
+                      /*resizable=*/true);
 }
 
-void npu_resize(const at::Tensor& self, c10::IntArrayRef size,
-                std::optional<c10::MemoryFormat> memory_format) {
+void npu_resize(const at::Tensor& self, c10::IntArrayRef size, std::optional<c10::MemoryFormat> memory_format) {
   c10::DeviceGuard guard(self.device());
   at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), size, /*stride=*/std::nullopt);
   if (memory_format.has_value() && *memory_format != c10::MemoryFormat::Preserve) {
@@ -77,8 +75,7 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point t0) {
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
                                std::optional<at::Layout> layout, std::optional<at::Device> device,
-                               std::optional<bool> /*pin_memory*/,
-                               std::optional<at::MemoryFormat> memory_format) {
+                               std::optional<bool> /*pin_memory*/, std::optional<at::MemoryFormat> memory_format) {
   TORCH_CHECK(!layout.has_value() || *layout == at::kStrided, "simulated NPU: only strided tensors");
   const c10::Device dev = device.value_or(c10::Device(kNpu, current_device()));
   const c10::DeviceIndex index = dev.has_index() ? dev.index() : current_device();
@@ -166,9 +163,7 @@ at::Tensor& set_source_storage(at::Tensor& self, at::Storage source) {
   return set_storage(self, std::move(source), 0, {n}, {});
 }
 
-at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& src) {
-  return at::native::set_tensor_(self, src);
-}
+at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& src) { return at::native::set_tensor_(self, src); }
 
 at::Tensor& set_empty(at::Tensor& self) {
   c10::DeviceGuard guard(self.device());

@@ -55,8 +55,7 @@ void sleep_until_ns(uint64_t t) {
   }
 }
 
-void do_launch(const char* name, const char* type, int device, int64_t stream, uint64_t dur,
-               uint32_t count) {
+void do_launch(const char* name, const char* type, int device, int64_t stream, uint64_t dur, uint32_t count) {
   LaunchFn fn = g_launch.load();
   if (fn == nullptr) return;
   fn(name, type, static_cast<uint32_t>(device), static_cast<uint32_t>(stream), dur / count, count);
@@ -93,7 +92,9 @@ struct Task {
 
 class Worker {
  public:
-  Worker() { std::thread([this] { loop(); }).detach(); }
+  Worker() {
+    std::thread([this] { loop(); }).detach();
+  }
 
   uint64_t push(Task t) {
     std::lock_guard<std::mutex> g(mu_);
@@ -165,8 +166,8 @@ uint64_t now_ns() {
 }
 
 void configure(const std::string& path, const Config& cfg) {
-  TORCH_CHECK(cfg.device_count >= 1 && cfg.device_count <= kMaxDevices,
-              "simulated NPU: device_count must be in [1, ", kMaxDevices, "], got ", cfg.device_count);
+  TORCH_CHECK(cfg.device_count >= 1 && cfg.device_count <= kMaxDevices, "simulated NPU: device_count must be in [1, ",
+              kMaxDevices, "], got ", cfg.device_count);
   std::lock_guard<std::mutex> g(g_config_mu);
   if (g_launch.load() == nullptr) {
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed
@@ -182,8 +183,8 @@ void configure(const std::string& path, const Config& cfg) {
     g_launch = reinterpret_cast<LaunchFn>(sym("msptiSimLaunchKernels"));
     g_sim_path = path;
   } else {
-    TORCH_CHECK(path.empty() || path == g_sim_path, "simulated NPU: already bound to simulator '",
-                g_sim_path, "', cannot switch to '", path, "'");
+    TORCH_CHECK(path.empty() || path == g_sim_path, "simulated NPU: already bound to simulator '", g_sim_path,
+                "', cannot switch to '", path, "'");
   }
   install_direct_fallbacks();
   drain_queue();
@@ -234,8 +235,8 @@ uint64_t kernel_duration(uint64_t measured_ns) {
   return std::max<uint64_t>(d, static_cast<uint64_t>(g_config.min_duration_ns));
 }
 
-void launch(const char* name, const char* type, c10::DeviceIndex device, int64_t stream,
-            uint64_t duration_ns, uint32_t count) {
+void launch(const char* name, const char* type, c10::DeviceIndex device, int64_t stream, uint64_t duration_ns,
+            uint32_t count) {
   if (!g_configured.load() || count == 0) return;
   if (!queued()) {
     do_launch(name, type, device, stream, duration_ns, count);
@@ -246,8 +247,8 @@ void launch(const char* name, const char* type, c10::DeviceIndex device, int64_t
     std::lock_guard<std::mutex> g(g_config_mu);
     pickup = g_config.queue_pickup_ns;
   }
-  launch_queue().push(Task{name, type, device, stream, duration_ns, count, nullptr,
-                           now_ns() + static_cast<uint64_t>(pickup)});
+  launch_queue().push(
+      Task{name, type, device, stream, duration_ns, count, nullptr, now_ns() + static_cast<uint64_t>(pickup)});
 }
 
 void launch_housekeeping(const char* name, const char* type, c10::DeviceIndex device) {
@@ -328,8 +329,7 @@ double event_elapsed_ms(SimEvent* start, SimEvent* end) {
 }
 
 DeviceCounters counters() {
-  return DeviceCounters{c_ops.load(), c_launches.load(), c_kernels.load(), c_housekeeping.load(),
-                        c_depth.load()};
+  return DeviceCounters{c_ops.load(), c_launches.load(), c_kernels.load(), c_housekeeping.load(), c_depth.load()};
 }
 void count_op() { c_ops++; }
 

@@ -54,14 +54,14 @@ c10::DeviceIndex current_device();
 void set_current_device(c10::DeviceIndex index);
 int64_t current_stream_id(c10::DeviceIndex index);
 void set_current_stream_id(c10::DeviceIndex index, int64_t id);
-int64_t new_stream_id(c10::DeviceIndex index);      // 2, 3, ... per device
-int64_t pooled_stream_id(c10::DeviceIndex index);   // round robin over a small pool
+int64_t new_stream_id(c10::DeviceIndex index);     // 2, 3, ... per device
+int64_t pooled_stream_id(c10::DeviceIndex index);  // round robin over a small pool
 void check_device(c10::DeviceIndex index);
 
 // Kernel launch on (device, stream). `name`/`type` must be string literals or interned strings.
 // duration_ns is the total device time; `count` kernels share it back to back.
-void launch(const char* name, const char* type, c10::DeviceIndex device, int64_t stream,
-            uint64_t duration_ns, uint32_t count = 1);
+void launch(const char* name, const char* type, c10::DeviceIndex device, int64_t stream, uint64_t duration_ns,
+            uint32_t count = 1);
 // Launch on a helper thread that never runs an op (allocator/housekeeping work).
 void launch_housekeeping(const char* name, const char* type, c10::DeviceIndex device);
 // Called by the allocator on every allocation.
@@ -88,11 +88,11 @@ double event_elapsed_ms(SimEvent* start, SimEvent* end);
 
 // Counters kept by the device (independent of the simulator's own statistics).
 struct DeviceCounters {
-  uint64_t ops = 0;              // op executions that launched kernels
-  uint64_t launches = 0;         // launch calls made to the simulator
-  uint64_t kernels = 0;          // kernels those launches covered
-  uint64_t housekeeping = 0;     // launches made outside any op
-  uint64_t queued_max_depth = 0; // deepest the task queue got
+  uint64_t ops = 0;               // op executions that launched kernels
+  uint64_t launches = 0;          // launch calls made to the simulator
+  uint64_t kernels = 0;           // kernels those launches covered
+  uint64_t housekeeping = 0;      // launches made outside any op
+  uint64_t queued_max_depth = 0;  // deepest the task queue got
 };
 DeviceCounters counters();
 void count_op();

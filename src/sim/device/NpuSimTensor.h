@@ -28,7 +28,7 @@ void npu_resize(const at::Tensor& self, c10::IntArrayRef size,
 struct KernelInfo {
   const char* name;  // interned, valid for the life of the process
   const char* type;
-  bool launches;     // false for ops that only build metadata (views)
+  bool launches;  // false for ops that only build metadata (views)
 };
 KernelInfo kernel_for_op(const std::string& op_name);
 // Interns `s` (returned pointer stays valid for the life of the process).

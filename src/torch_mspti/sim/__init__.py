@@ -235,4 +235,4 @@ def device_counters() -> dict[str, int]:
 
     values = torch.ops.npu_sim.counters()
     keys = ("ops", "launches", "kernels", "housekeeping", "queued_max_depth")
-    return dict(zip(keys, (int(v) for v in values)))
+    return dict(zip(keys, (int(v) for v in values), strict=True))

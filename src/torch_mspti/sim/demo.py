@@ -9,7 +9,7 @@ import os
 import sys
 import time
 import warnings
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["run", "summarize_trace", "real_npu_available"]
 
@@ -44,7 +44,7 @@ def summarize_trace(path: str) -> dict[str, Any]:
     }
 
 
-def _drain_stats() -> Optional[dict[str, Any]]:
+def _drain_stats() -> dict[str, Any] | None:
     try:
         import torch_mspti
 
@@ -82,8 +82,14 @@ def _select_device(device: str, launch_mode: str = "direct") -> str:
     return "sim"
 
 
-def run(workload: str = "phases", steps: Optional[int] = None, size: Optional[int] = None,
-        out: str = "trace.json", device: str = "auto", launch_mode: str = "direct") -> int:
+def run(
+    workload: str = "phases",
+    steps: int | None = None,
+    size: int | None = None,
+    out: str = "trace.json",
+    device: str = "auto",
+    launch_mode: str = "direct",
+) -> int:
     """Run ``workload`` on the selected NPU, write the trace to ``out`` and print a summary.
 
     ``launch_mode`` (simulator only): ``"direct"`` launches kernels inside the op that issued
@@ -97,12 +103,14 @@ def run(workload: str = "phases", steps: Optional[int] = None, size: Optional[in
     from . import workloads
 
     if workload not in workloads.WORKLOADS:
-        print(f"torch-mspti demo: unknown workload {workload!r} "
-              f"(choose from {', '.join(sorted(workloads.WORKLOADS))})", file=sys.stderr)
+        print(
+            f"torch-mspti demo: unknown workload {workload!r} (choose from {', '.join(sorted(workloads.WORKLOADS))})",
+            file=sys.stderr,
+        )
         return 2
     try:
         chosen = _select_device(device, launch_mode)
-    except Exception as exc:  # noqa: BLE001 - reported to the user
+    except Exception as exc:
         print(f"torch-mspti demo: cannot use device {device!r}: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1
 
@@ -110,9 +118,11 @@ def run(workload: str = "phases", steps: Optional[int] = None, size: Optional[in
         from torch_mspti import sim
 
         s = sim.settings()
-        print(f"torch-mspti demo: SIMULATED NPU ({s.get('device_count')} devices, "
-              f"launch mode {s.get('launch_mode')}); no Ascend hardware is used, kernel times "
-              "are modelled from host compute time.")
+        print(
+            f"torch-mspti demo: SIMULATED NPU ({s.get('device_count')} devices, "
+            f"launch mode {s.get('launch_mode')}); no Ascend hardware is used, kernel times "
+            "are modelled from host compute time."
+        )
     else:
         print("torch-mspti demo: real Ascend NPU (torch_npu)")
     d_size, d_steps = workloads.DEFAULTS[workload]
@@ -124,7 +134,7 @@ def run(workload: str = "phases", steps: Optional[int] = None, size: Optional[in
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
             path = workloads.run(workload, size=size, steps=steps, out=out)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         print(f"torch-mspti demo: workload {workload!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     elapsed = time.perf_counter() - t0
@@ -136,17 +146,19 @@ def run(workload: str = "phases", steps: Optional[int] = None, size: Optional[in
 
     print(f"done in {elapsed:.1f} s")
     print(f"  ops      {summary['ops']}")
-    print(f"  kernels  {summary['kernels']}  on {summary['lanes']} stream lane(s), "
-          f"{summary['devices']} device(s)")
+    print(f"  kernels  {summary['kernels']}  on {summary['lanes']} stream lane(s), {summary['devices']} device(s)")
     print(f"  linked   {summary['linked']} ({summary['linked_ratio']:.0%} of kernels have an arrow from an op)")
     drain = _drain_stats()
     if drain:
-        print("  drain    " + ", ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}"
-                                        for k, v in drain.items()))
+        print(
+            "  drain    " + ", ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in drain.items())
+        )
     rejected = _rejected_links()
     if rejected:
-        print(f"  rejected {rejected} link(s): kernels launched from another thread than the op MSPTI "
-              "tagged them with (queued launches); on torch_npu set TASK_QUEUE_ENABLE=0 for op links")
+        print(
+            f"  rejected {rejected} link(s): kernels launched from another thread than the op MSPTI "
+            "tagged them with (queued launches); on torch_npu set TASK_QUEUE_ENABLE=0 for op links"
+        )
     if summary["kernels"] == 0:
         print("  note: no kernels in the trace; is the torch-mspti profiler plugin loaded?")
     if workload != "phases":

@@ -9,7 +9,8 @@ device's DeviceGuardImpl; stream ids start at 1 (1 is each device's default stre
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Optional, Union
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -33,7 +34,7 @@ __all__ = [
     "initial_seed",
 ]
 
-_DeviceLike = Union[int, str, torch.device, None]
+_DeviceLike = int | str | torch.device | None
 _PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1
 
 
@@ -109,7 +110,7 @@ def synchronize(dev: _DeviceLike = None) -> None:
 class Stream(torch.Stream):
     """A stream of the simulated NPU (ids 2, 3, ... for new streams; 1 is the default stream)."""
 
-    def __new__(cls, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> "Stream":
+    def __new__(cls, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> Stream:
         if "stream_id" in kwargs:
             return super().__new__(cls, **kwargs)
         return super().__new__(cls, device=torch.device("npu", _index(device)), priority=priority)
@@ -136,7 +137,7 @@ def set_stream(s: torch.Stream) -> None:
 
 
 @contextlib.contextmanager
-def stream(s: Optional[torch.Stream]) -> Iterator[Optional[torch.Stream]]:
+def stream(s: torch.Stream | None) -> Iterator[torch.Stream | None]:
     """Run the block with ``s`` as the current stream of its device (and its device current)."""
     if s is None:
         yield s
@@ -159,14 +160,17 @@ class Event:
     """
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
-        self._event = torch.Event(device=torch.device("npu", current_device()),
-                                  enable_timing=enable_timing, blocking=blocking,
-                                  interprocess=interprocess)
+        self._event = torch.Event(
+            device=torch.device("npu", current_device()),
+            enable_timing=enable_timing,
+            blocking=blocking,
+            interprocess=interprocess,
+        )
 
-    def record(self, stream: Optional[torch.Stream] = None) -> None:
+    def record(self, stream: torch.Stream | None = None) -> None:
         self._event.record(stream if stream is not None else current_stream())
 
-    def wait(self, stream: Optional[torch.Stream] = None) -> None:
+    def wait(self, stream: torch.Stream | None = None) -> None:
         self._event.wait(stream if stream is not None else current_stream())
 
     def query(self) -> bool:
@@ -175,7 +179,7 @@ class Event:
     def synchronize(self) -> None:
         self._event.synchronize()
 
-    def elapsed_time(self, end_event: "Event") -> float:
+    def elapsed_time(self, end_event: Event) -> float:
         other = end_event._event if isinstance(end_event, Event) else end_event
         return float(self._event.elapsed_time(other))
 

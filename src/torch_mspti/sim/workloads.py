@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule, tensorboard_trace_handler
@@ -58,7 +58,7 @@ def phases(size: int = 4096, out: str = "trace.json", steps: int = 1, device: st
     return out
 
 
-def _cycle_handler(trace_dir: Optional[str], out: str) -> Callable:
+def _cycle_handler(trace_dir: str | None, out: str) -> Callable:
     """tensorboard_trace_handler(trace_dir), then a copy of the cycle's trace to ``out`` (a kineto
     trace can be saved only once)."""
     if not trace_dir:
@@ -75,12 +75,10 @@ def _cycle_handler(trace_dir: Optional[str], out: str) -> Callable:
     return handler
 
 
-def _train(model: torch.nn.Module, make_batch: Callable, steps: int, out: str,
-           trace_dir: Optional[str], lr: float) -> str:
+def _train(model: torch.nn.Module, make_batch: Callable, steps: int, out: str, trace_dir: str | None, lr: float) -> str:
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     sched = schedule(wait=1, warmup=1, active=2, repeat=0)
-    with profile(activities=ACTIVITIES, schedule=sched,
-                 on_trace_ready=_cycle_handler(trace_dir, out)) as prof:
+    with profile(activities=ACTIVITIES, schedule=sched, on_trace_ready=_cycle_handler(trace_dir, out)) as prof:
         for _ in range(steps):
             x, target = make_batch()
             with record_function("forward"):
@@ -95,13 +93,19 @@ def _train(model: torch.nn.Module, make_batch: Callable, steps: int, out: str,
     return out
 
 
-def mlp(size: int = 256, out: str = "trace.json", steps: int = 8, device: str = "npu",
-        trace_dir: Optional[str] = None, batch: int = 64) -> str:
+def mlp(
+    size: int = 256,
+    out: str = "trace.json",
+    steps: int = 8,
+    device: str = "npu",
+    trace_dir: str | None = None,
+    batch: int = 64,
+) -> str:
     """2-layer MLP training steps (Linear-ReLU-Linear, AdamW), profiled with schedule()."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(size, 4 * size), torch.nn.ReLU(), torch.nn.Linear(4 * size, size)
-    ).to(device)
+    model = torch.nn.Sequential(torch.nn.Linear(size, 4 * size), torch.nn.ReLU(), torch.nn.Linear(4 * size, size)).to(
+        device
+    )
 
     def make_batch():
         return torch.randn(batch, size, device=device), torch.randn(batch, size, device=device)
@@ -109,8 +113,15 @@ def mlp(size: int = 256, out: str = "trace.json", steps: int = 8, device: str = 
     return _train(model, make_batch, steps, out, trace_dir, lr=1e-3)
 
 
-def transformer(size: int = 128, out: str = "trace.json", steps: int = 8, device: str = "npu",
-                trace_dir: Optional[str] = None, batch: int = 8, seq: int = 32) -> str:
+def transformer(
+    size: int = 128,
+    out: str = "trace.json",
+    steps: int = 8,
+    device: str = "npu",
+    trace_dir: str | None = None,
+    batch: int = 8,
+    seq: int = 32,
+) -> str:
     """nn.TransformerEncoderLayer training steps (d_model=size, 4 heads), profiled with schedule()."""
     torch.manual_seed(0)
     heads = 4 if size % 4 == 0 else 1
@@ -131,8 +142,13 @@ WORKLOADS = {"phases": phases, "mlp": mlp, "transformer": transformer}
 DEFAULTS = {"phases": (1024, 1), "mlp": (256, 8), "transformer": (128, 8)}
 
 
-def run(workload: str, size: Optional[int] = None, steps: Optional[int] = None, out: str = "trace.json",
-        trace_dir: Optional[str] = None) -> str:
+def run(
+    workload: str,
+    size: int | None = None,
+    steps: int | None = None,
+    out: str = "trace.json",
+    trace_dir: str | None = None,
+) -> str:
     """Run one workload by name; returns the path of the chrome trace written."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose from {sorted(WORKLOADS)}")

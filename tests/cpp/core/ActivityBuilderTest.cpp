@@ -110,7 +110,7 @@ TEST_F(ActivityBuilderTest, LinkedKernelGetsAFlowFinishAndALaunchEventThatStarts
   EXPECT_TRUE(rt.flowStart());
   EXPECT_EQ(rt.correlationId(), k.correlationId());
   EXPECT_EQ(rt.linkedActivity(), &o);
-  EXPECT_EQ(rt.deviceId(), 4242);  // the op's pid
+  EXPECT_EQ(rt.deviceId(), 4242);   // the op's pid
   EXPECT_EQ(rt.resourceId(), 777);  // the op's tid
   EXPECT_EQ(rt.getThreadId(), 777);
   EXPECT_EQ(rt.timestamp(), kT0 + 2'000);  // the API record's host time
@@ -131,7 +131,7 @@ TEST_F(ActivityBuilderTest, LinkedKernelGetsAFlowFinishAndALaunchEventThatStarts
 TEST_F(ActivityBuilderTest, LaunchEventIsClampedIntoTheOpAndNeverAfterItsKernel) {
   const auto& o = op(5, kT0, kT0 + 1'000);
   external(5, 10);
-  api(10, kT0 + 900, kT0 + 5'000);  // API ends after the op: clamp the end to the op's end
+  api(10, kT0 + 900, kT0 + 5'000);     // API ends after the op: clamp the end to the op's end
   kernel(10, kT0 + 400, kT0 + 2'000);  // kernel starts before the API start: launch moved to it
   build();
   ASSERT_EQ(launches().size(), 1u);
@@ -144,7 +144,7 @@ TEST_F(ActivityBuilderTest, LaunchEventIsClampedIntoTheOpAndNeverAfterItsKernel)
 
 TEST_F(ActivityBuilderTest, CallbackIsNeverCalledWithZero) {
   op(0, kT0, kT0 + 100);  // what torch's activityMap_[0] would hold: an arbitrary event
-  external(0, 20);       // external id 0: unlinked
+  external(0, 20);        // external id 0: unlinked
   kernel(20, kT0 + 10, kT0 + 20);
   kernel(21, kT0 + 30, kT0 + 40);  // no external record at all
   kernel(0, kT0 + 50, kT0 + 60);   // no correlation id
@@ -239,7 +239,7 @@ TEST_F(ActivityBuilderTest, DuplicateKernelRecordsAreDroppedAndCounted) {
 }
 
 TEST_F(ActivityBuilderTest, ZeroOrInvertedTimingIsDroppedAndCounted) {
-  kernel(60, 0, kT0);            // no start
+  kernel(60, 0, kT0);              // no start
   kernel(61, kT0 + 10, kT0 + 10);  // zero length
   kernel(62, kT0 + 10, kT0 + 5);   // inverted
   kernel(63, kT0 + 10, kT0 + 20);  // fine
@@ -368,16 +368,18 @@ TEST(CorrelationIdsTest, WrapsBackToTheStartOfTheRange) {
 // Interval mode (CANN 8.0.RC3: no external correlation). A launch links to the innermost op on
 // the API record's thread whose push/pop interval contains the API record's start.
 TEST_F(ActivityBuilderTest, WithoutExternalCorrelationTheInnermostOpIntervalOnTheApiThreadLinks) {
-  op(1, kT0, kT0 + 1000);           // outer op on thread 777
-  op(2, kT0 + 100, kT0 + 300);      // nested op, first child
-  op(3, kT0 + 400, kT0 + 600);      // nested op, second child
+  op(1, kT0, kT0 + 1000);                  // outer op on thread 777
+  op(2, kT0 + 100, kT0 + 300);             // nested op, first child
+  op(3, kT0 + 400, kT0 + 600);             // nested op, second child
   op(4, kT0 + 100, kT0 + 900, 4242, 888);  // an op on another thread covering the same time
-  intervals_ = {{777, 1, kT0, kT0 + 1000}, {777, 2, kT0 + 100, kT0 + 300}, {777, 3, kT0 + 400, kT0 + 600},
+  intervals_ = {{777, 1, kT0, kT0 + 1000},
+                {777, 2, kT0 + 100, kT0 + 300},
+                {777, 3, kT0 + 400, kT0 + 600},
                 {888, 4, kT0 + 100, kT0 + 900}};
-  api(11, kT0 + 150, kT0 + 160);         // inside op 2
-  api(12, kT0 + 350, kT0 + 360);         // between the children: the outer op
-  api(13, kT0 + 450, kT0 + 460, 888);    // thread 888: op 4
-  api(14, kT0 + 2000, kT0 + 2010);       // outside every op: unlinked
+  api(11, kT0 + 150, kT0 + 160);       // inside op 2
+  api(12, kT0 + 350, kT0 + 360);       // between the children: the outer op
+  api(13, kT0 + 450, kT0 + 460, 888);  // thread 888: op 4
+  api(14, kT0 + 2000, kT0 + 2010);     // outside every op: unlinked
   kernel(11, kT0 + 200, kT0 + 250, 0, 3, "K11");
   kernel(12, kT0 + 400, kT0 + 450, 0, 3, "K12");
   kernel(13, kT0 + 500, kT0 + 550, 0, 3, "K13");

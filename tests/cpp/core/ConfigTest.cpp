@@ -25,12 +25,20 @@ const IntCase kInts[] = {
     {"drain_timeout_ms", "TORCH_MSPTI_DRAIN_TIMEOUT_MS", 0, 600000, 1, 1000},
 };
 
-const char* const kEnvVars[] = {
-    "TORCH_MSPTI_BUFFER_SIZE", "TORCH_MSPTI_BUFFER_POOL_CAP", "TORCH_MSPTI_DRAIN_POLL_INTERVAL_MS",
-    "TORCH_MSPTI_DRAIN_QUIET_FLUSHES", "TORCH_MSPTI_DRAIN_TIMEOUT_MS", "TORCH_MSPTI_DRAIN_ORDER",
-    "TORCH_MSPTI_LIBRARY", "TORCH_MSPTI_ENABLE_KERNELS", "TORCH_MSPTI_ENABLE_EXTERNAL_CORRELATION",
-    "TORCH_MSPTI_ENABLE_API_RECORDS", "TORCH_MSPTI_ENABLE_COMMUNICATION", "TORCH_MSPTI_ENABLE_MEMCPY_MEMSET",
-    "TORCH_MSPTI_ENABLE_MARKERS", "ASCEND_RT_VISIBLE_DEVICES"};
+const char* const kEnvVars[] = {"TORCH_MSPTI_BUFFER_SIZE",
+                                "TORCH_MSPTI_BUFFER_POOL_CAP",
+                                "TORCH_MSPTI_DRAIN_POLL_INTERVAL_MS",
+                                "TORCH_MSPTI_DRAIN_QUIET_FLUSHES",
+                                "TORCH_MSPTI_DRAIN_TIMEOUT_MS",
+                                "TORCH_MSPTI_DRAIN_ORDER",
+                                "TORCH_MSPTI_LIBRARY",
+                                "TORCH_MSPTI_ENABLE_KERNELS",
+                                "TORCH_MSPTI_ENABLE_EXTERNAL_CORRELATION",
+                                "TORCH_MSPTI_ENABLE_API_RECORDS",
+                                "TORCH_MSPTI_ENABLE_COMMUNICATION",
+                                "TORCH_MSPTI_ENABLE_MEMCPY_MEMSET",
+                                "TORCH_MSPTI_ENABLE_MARKERS",
+                                "ASCEND_RT_VISIBLE_DEVICES"};
 
 class ConfigTest : public ::testing::Test {
  protected:
@@ -173,8 +181,9 @@ TEST_F(ConfigTest, ResetRestoresDefaults) {
 
 TEST_F(ConfigTest, DrainOrderChoices) {
   Config& c = Config::instance();
-  const std::pair<const char*, DrainOrder> choices[] = {
-      {"disable_first", DrainOrder::kDisableFirst}, {"poll_first", DrainOrder::kPollFirst}, {"auto", DrainOrder::kAuto}};
+  const std::pair<const char*, DrainOrder> choices[] = {{"disable_first", DrainOrder::kDisableFirst},
+                                                        {"poll_first", DrainOrder::kPollFirst},
+                                                        {"auto", DrainOrder::kAuto}};
   for (const auto& [text, order] : choices) {
     EXPECT_EQ(c.setString("drain_order", text), "");
     EXPECT_EQ(c.snapshot().drainOrder, order);
@@ -213,8 +222,8 @@ TEST_F(ConfigTest, VisibleDevicesAreParsedAtEverySnapshot) {
     std::vector<uint32_t> want;
   };
   const Case cases[] = {
-      {"2,3", {2, 3}},      {"7", {7}},         {"4, 5", {4, 5}},  {"", {}},
-      {"1,x,3", {1}},       {"x", {}},          {"0,1,", {0, 1}},  {"6,5,4,3", {6, 5, 4, 3}},
+      {"2,3", {2, 3}}, {"7", {7}}, {"4, 5", {4, 5}}, {"", {}},
+      {"1,x,3", {1}},  {"x", {}},  {"0,1,", {0, 1}}, {"6,5,4,3", {6, 5, 4, 3}},
   };
   for (const auto& cs : cases) {
     setenv("ASCEND_RT_VISIBLE_DEVICES", cs.env, 1);

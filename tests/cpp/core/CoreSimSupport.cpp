@@ -56,8 +56,7 @@ void drainExternalStacks() {
   for (auto kind : {MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1,
                     MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2}) {
     uint64_t id = 0;
-    while (f->popExternalCorrelationId(kind, &id) == MSPTI_SUCCESS) {
-    }
+    while (f->popExternalCorrelationId(kind, &id) == MSPTI_SUCCESS) {}
   }
 }
 

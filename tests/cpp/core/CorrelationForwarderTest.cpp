@@ -2,14 +2,14 @@
 // (mspti.md 5.4): the plugin pops exactly what it pushed, and nothing else.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <queue>
 #include <thread>
-#include <chrono>
-#include <cstdio>
-#include <map>
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -319,17 +319,19 @@ TEST_F(CorrelationForwarderTest, IntervalModeAllocatesOneChunkPerChunkSizeOpsAnd
   fwd_.disarm();
   EXPECT_EQ(fwd_.takeIntervals(gen).size(), static_cast<size_t>(kOps));
   const uint64_t allocated = fwd_.intervalChunks() - chunks0;
-  const uint64_t needed = (kOps + CorrelationForwarder::kIntervalChunkSize - 1) / CorrelationForwarder::kIntervalChunkSize;
+  const uint64_t needed =
+      (kOps + CorrelationForwarder::kIntervalChunkSize - 1) / CorrelationForwarder::kIntervalChunkSize;
   EXPECT_LE(allocated, needed);  // <= : this thread's log may already exist from another test
   gen = fwd_.armIntervals();
   const double reusedNs = timeOps(kOps);
   fwd_.disarm();
   EXPECT_EQ(fwd_.takeIntervals(gen).size(), static_cast<size_t>(kOps));
   EXPECT_EQ(fwd_.intervalChunks() - chunks0, allocated);  // the second session allocated nothing
-  std::printf("[ interval ] disarmed push+pop %.1f ns; interval mode %.1f ns (first session, %llu chunk "
-              "allocations of %u intervals), %.1f ns (chunks reused)\n",
-              disarmedNs, firstNs, static_cast<unsigned long long>(allocated), CorrelationForwarder::kIntervalChunkSize,
-              reusedNs);
+  std::printf(
+      "[ interval ] disarmed push+pop %.1f ns; interval mode %.1f ns (first session, %llu chunk "
+      "allocations of %u intervals), %.1f ns (chunks reused)\n",
+      disarmedNs, firstNs, static_cast<unsigned long long>(allocated), CorrelationForwarder::kIntervalChunkSize,
+      reusedNs);
 }
 
 }  // namespace torch_mspti::test

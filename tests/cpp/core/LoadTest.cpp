@@ -199,13 +199,13 @@ TEST_F(LoadTest, MillionKernelsInOneSession) {
   const std::string meta = lastState(*session);
   EXPECT_NE(meta.find("\"exit_reason\":\"balanced\""), std::string::npos) << meta;
   EXPECT_NE(meta.find("\"declined\":0"), std::string::npos) << meta;
-  std::printf("[ LoadTest ] %llu kernels: launch+stop %.0f ms, processTrace %.0f ms, %llu buffers, "
-              "session data ~%.0f bytes/kernel resident\n",
-              static_cast<unsigned long long>(total),
-              std::chrono::duration<double, std::milli>(t1 - t0).count(),
-              std::chrono::duration<double, std::milli>(t2 - t1).count(),
-              static_cast<unsigned long long>(after.buffers_completed - before.buffers_completed),
-              1024.0 * static_cast<double>(rssAfter - rssBefore) / static_cast<double>(total));
+  std::printf(
+      "[ LoadTest ] %llu kernels: launch+stop %.0f ms, processTrace %.0f ms, %llu buffers, "
+      "session data ~%.0f bytes/kernel resident\n",
+      static_cast<unsigned long long>(total), std::chrono::duration<double, std::milli>(t1 - t0).count(),
+      std::chrono::duration<double, std::milli>(t2 - t1).count(),
+      static_cast<unsigned long long>(after.buffers_completed - before.buffers_completed),
+      1024.0 * static_cast<double>(rssAfter - rssBefore) / static_cast<double>(total));
 }
 
 TEST_F(LoadTest, ManySessionsLeaveNothingBehind) {
@@ -352,7 +352,7 @@ int childChecks(MsptiActivityProfilerSession* inherited) {
     if (!named) return 14;
   }
   auto fresh = std::make_unique<MsptiActivityProfilerSession>(Config::instance().snapshot(),
-                                                             std::set<ActivityType>{ActivityType::CONCURRENT_KERNEL});
+                                                              std::set<ActivityType>{ActivityType::CONCURRENT_KERNEL});
   fresh->start();
   bool named = false;
   for (const auto& e : fresh->errors()) named |= e.find(kForkedChildReason) != std::string::npos;

@@ -54,8 +54,8 @@ std::string serialize(const MsptiLibrary& lib, const std::string& extra) {
     << "fix\t" << escape(r.fix) << "\n"
     << "extra\t" << escape(extra) << "\n";
   for (const auto& c : r.candidates)
-    o << "cand\t" << escape(c.path) << "\t" << escape(c.source) << "\t" << escape(c.outcome) << "\t"
-      << escape(c.reason) << "\n";
+    o << "cand\t" << escape(c.path) << "\t" << escape(c.source) << "\t" << escape(c.outcome) << "\t" << escape(c.reason)
+      << "\n";
   for (const auto& m : r.missingRequired) o << "missing\t" << m << "\n";
   return o.str();
 }
@@ -277,8 +277,8 @@ TEST_F(MsptiLibraryTest, ExplicitLibraryMissingRequiredSymbols) {
   const Outcome o = explicitPath(FAKE_LIBRARY_PATH);
   EXPECT_FALSE(o.loaded);
   EXPECT_TRUE(contains(o.reason, "lacks required MSPTI symbols")) << o.reason;
-  for (const char* sym : {"msptiSubscribe", "msptiUnsubscribe", "msptiActivityRegisterCallbacks",
-                          "msptiActivityEnable", "msptiActivityDisable", "msptiActivityFlushAll"}) {
+  for (const char* sym : {"msptiSubscribe", "msptiUnsubscribe", "msptiActivityRegisterCallbacks", "msptiActivityEnable",
+                          "msptiActivityDisable", "msptiActivityFlushAll"}) {
     EXPECT_TRUE(contains(o.reason, sym)) << sym << " not named in: " << o.reason;
   }
   EXPECT_EQ(o.missingRequired.size(), 6u);

@@ -27,8 +27,8 @@ class RecordBuilder {
  public:
   // msptiActivityKernel: 0 kind, 4 start, 12 end, 20 deviceId, 24 streamId, 28 correlationId,
   // 36 type, 44 name; 56 bytes.
-  RecordBuilder& kernel(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint64_t corr,
-                        const char* name, const char* type = "KERNEL_AICORE") {
+  RecordBuilder& kernel(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint64_t corr, const char* name,
+                        const char* type = "KERNEL_AICORE") {
     const size_t at = grow(kKernelSize);
     put<uint32_t>(at + 0, 2);
     put<uint64_t>(at + 4, start);

@@ -71,12 +71,9 @@ void onComplete(uint8_t* buffer, size_t /*size*/, size_t validSize) {
 
 size_t strideOf(msptiActivityKind kind) {
   switch (kind) {
-    case MSPTI_ACTIVITY_KIND_KERNEL:
-      return sizeof(msptiActivityKernel);
-    case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-      return sizeof(msptiActivityExternalCorrelation);
-    default:
-      return 0;
+    case MSPTI_ACTIVITY_KIND_KERNEL: return sizeof(msptiActivityKernel);
+    case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(msptiActivityExternalCorrelation);
+    default: return 0;
   }
 }
 
@@ -216,7 +213,8 @@ int main(int argc, char** argv) {
         } else {
           seenExternal[i] = true;
           if (e->externalKind != MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) fail("externalKind");
-          if (e->externalId != kExternalBase + static_cast<uint64_t>(i)) fail("externalId of launch " + std::to_string(i));
+          if (e->externalId != kExternalBase + static_cast<uint64_t>(i))
+            fail("externalId of launch " + std::to_string(i));
         }
       }
       offset += stride;

@@ -41,8 +41,8 @@ TEST_F(ActivityApiTest, EnableAcceptsKindsOneToTwelveOnly) {
 TEST_F(ActivityApiTest, PreloadKindsNeedLibmsptiInLdPreload) {
   ::unsetenv("LD_PRELOAD");
   api_.reloadEnvironment();
-  for (auto kind : {MSPTI_ACTIVITY_KIND_HCCL, MSPTI_ACTIVITY_KIND_MEMORY, MSPTI_ACTIVITY_KIND_MEMSET,
-                    MSPTI_ACTIVITY_KIND_MEMCPY}) {
+  for (auto kind :
+       {MSPTI_ACTIVITY_KIND_HCCL, MSPTI_ACTIVITY_KIND_MEMORY, MSPTI_ACTIVITY_KIND_MEMSET, MSPTI_ACTIVITY_KIND_MEMCPY}) {
     EXPECT_EQ(api_.enable(kind), MSPTI_ERROR_WITHOUT_LD_PRELOAD) << kind;
     EXPECT_FALSE(api_.isEnabled(kind));
   }

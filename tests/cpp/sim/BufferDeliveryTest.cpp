@@ -77,7 +77,6 @@ TEST_F(BufferDeliveryTest, RecordsArePackedBackToBackWithTheRealLayout) {
   EXPECT_EQ(fieldAt<uint64_t>(b, kernelAt + 28), id);
   EXPECT_STREQ(fieldAt<const char*>(b, kernelAt + 36), "KERNEL_AIVEC");
   EXPECT_STREQ(fieldAt<const char*>(b, kernelAt + 44), "my_kernel");
-
 }
 
 TEST_F(BufferDeliveryTest, KernelRecordArrivesOnlyAfterTheDeliveryDelay) {

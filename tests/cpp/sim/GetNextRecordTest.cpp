@@ -29,21 +29,15 @@ class GetNextRecordTest : public SimTest {
     ~Buffer() { std::free(data); }
     static size_t strideOf(int kind) {
       switch (kind) {
-        case MSPTI_ACTIVITY_KIND_KERNEL:
-          return sizeof(msptiActivityKernel);
-        case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-          return sizeof(msptiActivityExternalCorrelation);
+        case MSPTI_ACTIVITY_KIND_KERNEL: return sizeof(msptiActivityKernel);
+        case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(msptiActivityExternalCorrelation);
         case MSPTI_ACTIVITY_KIND_API:
         case MSPTI_ACTIVITY_KIND_ACL_API:
         case MSPTI_ACTIVITY_KIND_NODE_API:
-        case MSPTI_ACTIVITY_KIND_RUNTIME_API:
-          return sizeof(msptiActivityApi);
-        case MSPTI_ACTIVITY_KIND_COMMUNICATION:
-          return sizeof(msptiActivityCommunication);
-        case MSPTI_ACTIVITY_KIND_MEMORY:
-          return sizeof(msptiActivityMemory);
-        default:
-          return 24;  // unknown kinds in these tests occupy 24 bytes
+        case MSPTI_ACTIVITY_KIND_RUNTIME_API: return sizeof(msptiActivityApi);
+        case MSPTI_ACTIVITY_KIND_COMMUNICATION: return sizeof(msptiActivityCommunication);
+        case MSPTI_ACTIVITY_KIND_MEMORY: return sizeof(msptiActivityMemory);
+        default: return 24;  // unknown kinds in these tests occupy 24 bytes
       }
     }
     uint8_t* at(size_t index) const { return data + offsets.at(index); }
@@ -72,9 +66,8 @@ class GetNextRecordTest : public SimTest {
 };
 
 TEST_F(GetNextRecordTest, StridesBySizeofOfEachKindAndResetsAtTheEnd) {
-  const Buffer a({MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, MSPTI_ACTIVITY_KIND_RUNTIME_API,
-                  MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_ACL_API, MSPTI_ACTIVITY_KIND_COMMUNICATION,
-                  MSPTI_ACTIVITY_KIND_MEMORY});
+  const Buffer a({MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, MSPTI_ACTIVITY_KIND_RUNTIME_API, MSPTI_ACTIVITY_KIND_KERNEL,
+                  MSPTI_ACTIVITY_KIND_ACL_API, MSPTI_ACTIVITY_KIND_COMMUNICATION, MSPTI_ACTIVITY_KIND_MEMORY});
   EXPECT_EQ(walk(a), (std::vector<uint8_t*>{a.at(0), a.at(1), a.at(2), a.at(3), a.at(4), a.at(5)}));
   EXPECT_EQ(walk(a).size(), 6u);  // the end reset the cursor
 }

@@ -11,8 +11,8 @@ class LifecycleTest : public SimTest {
   void cycle() {
     msptiSubscriberHandle handle = nullptr;
     ASSERT_EQ(api_.subscribe(&handle, nullptr, nullptr), MSPTI_SUCCESS);
-    for (auto kind : {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                      MSPTI_ACTIVITY_KIND_RUNTIME_API}) {
+    for (auto kind :
+         {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, MSPTI_ACTIVITY_KIND_RUNTIME_API}) {
       ASSERT_EQ(api_.enable(kind), MSPTI_SUCCESS);
     }
     ASSERT_EQ(api_.pushExternal(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1), MSPTI_SUCCESS);
@@ -21,8 +21,8 @@ class LifecycleTest : public SimTest {
     }
     uint64_t id = 0;
     ASSERT_EQ(api_.popExternal(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id), MSPTI_SUCCESS);
-    for (auto kind : {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                      MSPTI_ACTIVITY_KIND_RUNTIME_API}) {
+    for (auto kind :
+         {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, MSPTI_ACTIVITY_KIND_RUNTIME_API}) {
       ASSERT_EQ(api_.disable(kind), MSPTI_SUCCESS);
     }
     ASSERT_EQ(api_.unsubscribe(handle), MSPTI_SUCCESS);

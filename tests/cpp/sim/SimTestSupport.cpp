@@ -264,8 +264,7 @@ void SimTest::TearDown() {
   EXPECT_EQ(api_.flushAll(1), MSPTI_SUCCESS);
   for (uint32_t kind : {0u, 1u, 2u, 3u, 4u, 5u, 77u}) {
     uint64_t id = 0;
-    while (api_.popExternal(static_cast<msptiExternalCorrelationKind>(kind), &id) == MSPTI_SUCCESS) {
-    }
+    while (api_.popExternal(static_cast<msptiExternalCorrelationKind>(kind), &id) == MSPTI_SUCCESS) {}
   }
   unsetenv("ASCEND_RT_VISIBLE_DEVICES");
   api_.reloadEnvironment();
@@ -281,8 +280,7 @@ void SimTest::enable(std::initializer_list<msptiActivityKind> kinds) {
   }
 }
 
-bool SimTest::waitForStats(const std::function<bool(const msptiSimStats&)>& pred,
-                           std::chrono::milliseconds timeout) {
+bool SimTest::waitForStats(const std::function<bool(const msptiSimStats&)>& pred, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!pred(api_.stats())) {
     if (std::chrono::steady_clock::now() > deadline) {

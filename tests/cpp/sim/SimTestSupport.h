@@ -49,7 +49,7 @@ struct SimApi {
 
 uint64_t nowNs();  // CLOCK_REALTIME
 pid_t currentTid();
-size_t threadCount();  // entries of /proc/self/task
+size_t threadCount();       // entries of /proc/self/task
 std::string threadNames();  // "tid:comm, ..." for failure messages
 
 struct DeliveredBuffer {

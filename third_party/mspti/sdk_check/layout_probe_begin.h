@@ -19,8 +19,8 @@
 
 #include "layout_list.h"
 
-#define TORCH_MSPTI_FALLBACK_TYPE(type, opt) \
-  struct type {                              \
+#define TORCH_MSPTI_FALLBACK_TYPE(type, opt)         \
+  struct type {                                      \
     static constexpr bool torch_mspti_absent = true; \
   };
 #define TORCH_MSPTI_FALLBACK_FIELD(type, field, opt)

@@ -32,16 +32,15 @@ constexpr long long alignOrAbsent() {
 
 // A field the probed struct lacks (or a fallback struct) makes the requires-expression false
 // instead of a hard error, because U is a template parameter.
-#define TORCH_MSPTI_ROW_TYPE(type, opt)                      \
-  {"sizeof(" #type ")", opt, sizeOrAbsent<type>()},          \
-  {"alignof(" #type ")", opt, alignOrAbsent<type>()},
-#define TORCH_MSPTI_ROW_FIELD(type, field, opt)                                  \
-  {#type "." #field, opt, []<class U = type>() constexpr -> long long {          \
-     if constexpr (requires(U& u) { u.field; }) {                                \
-       return static_cast<long long>(offsetof(U, field));                       \
-     } else {                                                                    \
-       return TORCH_MSPTI_LAYOUT_ABSENT;                                         \
-     }                                                                           \
+#define TORCH_MSPTI_ROW_TYPE(type, opt) \
+  {"sizeof(" #type ")", opt, sizeOrAbsent<type>()}, {"alignof(" #type ")", opt, alignOrAbsent<type>()},
+#define TORCH_MSPTI_ROW_FIELD(type, field, opt)                         \
+  {#type "." #field, opt, []<class U = type>() constexpr -> long long { \
+     if constexpr (requires(U& u) { u.field; }) {                       \
+       return static_cast<long long>(offsetof(U, field));               \
+     } else {                                                           \
+       return TORCH_MSPTI_LAYOUT_ABSENT;                                \
+     }                                                                  \
    }()},
 #define TORCH_MSPTI_ROW_VALUE(name, opt) {#name, opt, static_cast<long long>(name)},
 

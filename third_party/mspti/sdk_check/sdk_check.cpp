@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
   const TorchMsptiLayoutTable& ours = kTorchMsptiOurLayout;
   const TorchMsptiLayoutTable& sdk = kTorchMsptiSdkLayout;
   if (ours.count != sdk.count) {
-    std::fprintf(stderr, "torch-mspti SDK check: internal error, %lu facts for ours but %lu for the SDK\n",
-                 ours.count, sdk.count);
+    std::fprintf(stderr, "torch-mspti SDK check: internal error, %lu facts for ours but %lu for the SDK\n", ours.count,
+                 sdk.count);
     return 2;
   }
 
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
                  mismatches);
     return 1;
   }
-  std::printf("torch-mspti SDK check: our MSPTI declarations match the CANN SDK headers in %s (%lu facts)\n",
-              sdkDir, ours.count);
+  std::printf("torch-mspti SDK check: our MSPTI declarations match the CANN SDK headers in %s (%lu facts)\n", sdkDir,
+              ours.count);
   return 0;
 }
