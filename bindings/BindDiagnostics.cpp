@@ -1,16 +1,21 @@
-// Diagnostics: the library search report, plugin registration, last session and totals, as plain
-// dicts (the typed Python view lives in torch_mspti/diagnostics.py).
+// Diagnostics as typed objects: the library search report, the plugin's registration and usage,
+// and session reports (the Python view is torch_mspti/diagnostics.py). Every to_dict() comes
+// from the same serialisation as the JSON reports (SessionStats.h), written into Python objects.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <deque>
+#include <string>
+
+#include "ActivityKinds.h"
 #include "Bindings.h"
 #include "ForkGuard.h"
-#include "MsptiActivityApi.h"
-#include "MsptiActivityProfiler.h"
-#include "MsptiBufferPool.h"
-#include "MsptiLibrary.h"
-#include "NameTable.h"
+#include "PeerBackends.h"
+#include "PluginContext.h"
+#include "PyDictWriter.h"
+#include "PyStrings.h"
 #include "Registration.h"
 #include "SessionStats.h"
 
@@ -19,105 +24,226 @@ namespace nb = nanobind;
 namespace torch_mspti::bindings {
 namespace {
 
-nb::object strOrNone(const std::string& s) { return s.empty() ? nb::none() : nb::object(nb::str(s.c_str())); }
+// The plugin's facts as one value (built by plugin_report()).
+struct PluginReport {
+  RegistrationStatus registration;
+  PeerBackend peer;
+  std::string backend;
+  uint64_t configureCalls = 0, deviceSessions = 0, sessions = 0, outstanding = 0, pooled = 0;
+  int64_t lastConfigureNs = 0;
+  int lastTraceOurs = -1;
+  bool factoryCalled = false, forkedChild = false;
+};
 
-nb::dict library(bool load) {
-  MsptiLibrary& lib = MsptiLibrary::instance();
-  if (load) lib.ensureLoaded();
-  const LibraryReport r = lib.report();
-  nb::dict d, symbols, caps;
-  d["attempted"] = r.attempted;
-  d["available"] = r.available;
-  d["path"] = strOrNone(r.path);
-  d["found_by"] = strOrNone(r.foundBy);
-  d["reason"] = strOrNone(r.reason);
-  d["fix"] = strOrNone(r.fix);
-  d["version"] = strOrNone(r.version);
-  nb::list cands;
-  for (const auto& c : r.candidates) {
-    nb::dict cd;
-    cd["path"] = c.path;
-    cd["source"] = c.source;
-    cd["outcome"] = c.outcome;
-    cd["reason"] = c.reason;
-    cands.append(cd);
-  }
-  d["candidates"] = cands;
-  symbols["resolved"] = r.resolved;
-  symbols["missing_required"] = r.missingRequired;
-  symbols["missing_optional"] = r.missingOptional;
-  d["symbols"] = symbols;
-  // Capabilities: from the symbols, refined by the latest enable outcomes (None = never tried).
-  const auto results = StatsRegistry::instance().enableResults();
-  auto observed = [&](msptiActivityKind k) -> nb::object {
-    const int v = results[k];
-    if (v == -100) return nb::none();
-    return nb::bool_(v == MSPTI_SUCCESS);
-  };
+nb::object peerObject(const PeerBackend& p) {
+  if (!p.present) return nb::none();
+  nb::dict d;
+  d["kind"] = "torch_npu";
+  d["description"] = pyText(p.description);
+  d["version"] = pyTextOrNone(p.version);
+  d["library"] = pyText(p.library);
+  return d;
+}
+
+nb::object lastTraceObject(int v) { return v < 0 ? nb::none() : nb::object(nb::bool_(v == 1)); }
+
+nb::dict pluginDict(const PluginReport& r) {
+  nb::dict d;
+  d["registered"] = r.registration.registered;
+  d["forwarded_to_kineto"] = r.registration.forwardedToKineto;
+  d["factory_called"] = r.factoryCalled;
+  d["mode"] = profilerModeName(r.registration.mode);
+  d["other_factory"] = r.registration.otherFactory;
+  d["other_profiler"] = peerObject(r.peer);
+  d["message"] = pyText(r.registration.message);
+  d["privateuse1_backend"] = pyText(r.backend);
+  d["backend_named"] = r.backend != "privateuseone";
+  d["configure_calls"] = r.configureCalls;
+  d["device_sessions"] = r.deviceSessions;
+  d["last_configure_ns"] = r.lastConfigureNs;
+  d["sessions"] = r.sessions;
+  d["last_trace_used_ours"] = lastTraceObject(r.lastTraceOurs);
+  d["buffers_outstanding"] = r.outstanding;
+  d["buffers_pooled"] = r.pooled;
+  d["forked_child"] = r.forkedChild;
+  return d;
+}
+
+// Capabilities: from the symbols, refined by the latest Enable outcome of each kind (None =
+// never tried: observed when a session enables it).
+nb::dict capabilities(const LibraryReport& r, const std::vector<EnableOutcome>& enables, nb::dict& notes) {
   auto has = [&](const char* sym) {
     for (const auto& s : r.resolved)
       if (s == sym) return true;
     return false;
   };
-  caps["kernel"] = r.available ? observed(MSPTI_ACTIVITY_KIND_KERNEL) : nb::object(nb::bool_(false));
+  auto observed = [&](msptiActivityKind k, const char* key) -> nb::object {
+    const EnableOutcome& e = enables[static_cast<size_t>(k)];
+    if (!e.note.empty()) notes[key] = pyText(e.note);
+    if (e.result == EnableOutcome::kNeverTried) return nb::none();
+    return nb::bool_(e.result == MSPTI_SUCCESS && e.note.empty());
+  };
+  nb::dict caps;
+  caps["kernel"] = r.available ? observed(MSPTI_ACTIVITY_KIND_KERNEL, "kernel") : nb::object(nb::bool_(false));
   caps["external_correlation"] =
       nb::bool_(has("msptiActivityPushExternalCorrelationId") && has("msptiActivityPopExternalCorrelationId"));
-  nb::object runtimeApi = observed(MSPTI_ACTIVITY_KIND_RUNTIME_API), api = observed(MSPTI_ACTIVITY_KIND_API);
-  caps["api_records"] =
-      (runtimeApi.is_none() && api.is_none())
-          ? nb::none()
-          : nb::object(nb::bool_(nb::cast<bool>(nb::bool_(runtimeApi)) || nb::cast<bool>(nb::bool_(api))));
-  caps["communication"] = observed(MSPTI_ACTIVITY_KIND_COMMUNICATION);
-  caps["memcpy_memset"] = observed(MSPTI_ACTIVITY_KIND_MEMCPY);
+  nb::object runtimeApi = observed(MSPTI_ACTIVITY_KIND_RUNTIME_API, "api_records");
+  nb::object api = observed(MSPTI_ACTIVITY_KIND_API, "api_records");
+  caps["api_records"] = (runtimeApi.is_none() && api.is_none())
+                            ? nb::none()
+                            : nb::object(nb::bool_(nb::cast<bool>(nb::bool_(runtimeApi)) || nb::cast<bool>(nb::bool_(api))));
+  caps["communication"] = observed(MSPTI_ACTIVITY_KIND_COMMUNICATION, "communication");
+  caps["memcpy_memset"] = observed(MSPTI_ACTIVITY_KIND_MEMCPY, "memcpy_memset");
   caps["is_enabled"] = nb::bool_(has("msptiActivityIsEnabled"));
-  d["capabilities"] = caps;
+  return caps;
+}
+
+nb::dict libraryDict(const LibraryReport& r) {
+  nb::dict d, symbols, notes;
+  d["attempted"] = r.attempted;
+  d["available"] = r.available;
+  d["path"] = pyTextOrNone(r.path);
+  d["found_by"] = pyTextOrNone(r.foundBy);
+  d["reason"] = pyTextOrNone(r.reason);
+  d["fix"] = pyTextOrNone(r.fix);
+  d["version"] = pyTextOrNone(r.version);
+  nb::list cands;
+  for (const auto& c : r.candidates) {
+    nb::dict cd;
+    cd["path"] = pyText(c.path);
+    cd["source"] = pyText(c.source);
+    cd["outcome"] = pyText(c.outcome);
+    cd["reason"] = pyText(c.reason);
+    cands.append(cd);
+  }
+  d["candidates"] = cands;
+  symbols["resolved"] = pyTexts(r.resolved);
+  symbols["missing_required"] = pyTexts(r.missingRequired);
+  symbols["missing_optional"] = pyTexts(r.missingOptional);
+  d["symbols"] = symbols;
+  d["capabilities"] = capabilities(r, PluginContext::process().stats.enableOutcomes(), notes);
+  d["capability_notes"] = notes;
   return d;
+}
+
+// Python property names of the counters: "<group>_<key>" (e.g. "links_verified").
+const std::deque<std::string>& counterNames() {
+  static const std::deque<std::string> names = [] {
+    std::deque<std::string> n;
+    for (int i = 0; i < kCounterCount; ++i) n.push_back(std::string(kCounterInfo[i].group) + "_" + kCounterInfo[i].key);
+    return n;
+  }();
+  return names;
+}
+
+template <typename Fn>
+nb::object written(Fn&& fn) {
+  PyDictWriter w;
+  fn(w);
+  return w.result();
 }
 
 }  // namespace
 
 void bindDiagnostics(nb::module_& m) {
-  m.def("library_report", &library, nb::arg("load") = true,
-        "The libmspti search report as a dict. load=True first searches and loads the library if\n"
-        "that has not happened (never raises; a failure is described in 'reason' and 'fix').");
+  nb::class_<SessionCounters> counters(m, "Counters",
+                                       "Counters of a session (or totals): what was recorded, dropped, repaired and how\n"
+                                       "device rows were linked. Attributes are <group>_<key> (e.g. links_verified);\n"
+                                       "to_dict() groups them as the health report does. Counts, except\n"
+                                       "repaired_max_shift_ns (ns).");
+  for (int i = 0; i < kCounterCount; ++i) {
+    const auto field = kCounterInfo[i].field;
+    counters.def_prop_ro(counterNames()[static_cast<size_t>(i)].c_str(),
+                         [field](const SessionCounters& c) { return c.*field; }, kCounterInfo[i].description);
+  }
+  counters.def_prop_ro("records", &SessionCounters::records, "Records of every kind.")
+      .def_prop_ro("linked_rows", &SessionCounters::linkedRows, "Device rows linked to an op.")
+      .def_prop_ro("records_by_kind",
+                   [](const SessionCounters& c) {
+                     nb::dict d;
+                     for (int k = 1; k < MSPTI_ACTIVITY_KIND_COUNT; ++k)
+                       if (c.recordsByKind[k]) d[kindName(static_cast<uint32_t>(k))] = c.recordsByKind[k];
+                     return d;
+                   },
+                   "Records per MSPTI activity kind name.")
+      .def(
+          "to_dict", [](const SessionCounters& c) { return written([&](ReportWriter& w) {
+                                                      w.beginObject();
+                                                      writeCounters(w, c, true);
+                                                      w.endObject();
+                                                    }); },
+          "The counters as plain data (JSON-serialisable), grouped.");
+
+  nb::class_<DrainStats>(m, "DrainStats", "How stop() got the last records out of MSPTI (times in ms).")
+      .def_ro("order", &DrainStats::order)
+      .def_ro("exit_reason", &DrainStats::exitReason)
+      .def_ro("flushes", &DrainStats::flushes)
+      .def_ro("ms", &DrainStats::ms)
+      .def_ro("synchronize_ms", &DrainStats::synchronizeMs)
+      .def_ro("records_during_drain", &DrainStats::recordsDuringDrain)
+      .def_ro("pending_launches", &DrainStats::pendingLaunches)
+      .def_ro("late_records", &DrainStats::lateRecords);
+
+  nb::class_<SessionReport>(m, "SessionReport", "One profiling session's report.")
+      .def_prop_ro("state", [](const SessionReport& r) { return sessionStateName(r.state); },
+                   "configured, started, stopped, processed or failed")
+      .def_prop_ro("errors", [](const SessionReport& r) { return pyTexts(r.errors); })
+      .def_prop_ro("warnings", [](const SessionReport& r) { return pyTexts(r.warnings); },
+                   "The warnings the session gave (keys).")
+      .def_ro("enabled_kinds", &SessionReport::enabledKinds)
+      .def_ro("host_clock", &SessionReport::hostClock, "Clock of MSPTI's API records (HostClock).")
+      .def_ro("counters", &SessionReport::counters)
+      .def_ro("drain", &SessionReport::drain)
+      .def(
+          "to_dict", [](const SessionReport& r) { return written([&](ReportWriter& w) {
+                                                    w.beginObject();
+                                                    writeReport(w, r, true);
+                                                    w.endObject();
+                                                  }); },
+          "The report as plain data (JSON-serialisable).");
+
+  m.def(
+      "library_report",
+      [](bool load) {
+        PluginContext& c = PluginContext::process();
+        if (load) c.loadLibrary(c.config.snapshot());
+        return libraryDict(c.library.report());
+      },
+      nb::arg("load") = true,
+      "The libmspti search report as plain data. load=True first searches and loads the library if\n"
+      "that has not happened (never raises; a failure is described in 'reason' and 'fix'). Paths that\n"
+      "are not UTF-8 come back surrogate-escaped (os.fsencode restores the bytes).");
 
   m.def(
       "plugin_report",
       [] {
-        const RegistrationStatus s = registrationStatus();
-        PluginStatus& p = PluginStatus::instance();
-        nb::dict d;
-        d["registered"] = s.registered;
-        d["forwarded_to_kineto"] = s.forwardedToKineto;
-        d["factory_called"] = p.factoryCalled.load();
-        d["mode"] = s.mode.empty() ? nb::none() : nb::object(nb::str(s.mode.c_str()));
-        d["other_profiler"] = s.otherProfiler;
-        d["message"] = s.message;
-        d["privateuse1_backend"] = privateUse1BackendName();
-        d["backend_named"] = privateUse1BackendName() != "privateuseone";
-        d["configure_calls"] = p.configureCalls.load();
-        d["device_sessions"] = p.deviceSessions.load();
-        d["last_configure_ns"] = p.lastConfigureNs.load();
-        d["sessions"] = StatsRegistry::instance().sessions();
-        // torch forwards its registered factory to kineto on the first PrivateUse1 trace and
-        // kineto calls it at once; so after that, our factory having run tells whether ours is
-        // the PrivateUse1 profiler kineto uses (None: no PrivateUse1 trace yet).
-        if (!s.forwardedToKineto && !p.factoryCalled.load()) d["last_trace_used_ours"] = nb::none();
-        else d["last_trace_used_ours"] = p.factoryCalled.load() && p.configureCalls.load() > 0;
-        d["interned_names"] = NameTable::instance().size();
-        // Leak checks: buffers MSPTI holds (0 after every drained session) and buffers kept
-        // for reuse (bounded).
-        d["buffers_outstanding"] = MsptiBufferPool::instance().outstanding();
-        d["buffers_pooled"] = MsptiBufferPool::instance().pooled();
-        d["forked_child"] = forkedFromMsptiParent();
-        return d;
+        PluginContext& c = PluginContext::process();
+        PluginReport r;
+        r.registration = registrationStatus();
+        r.peer = detectPeerBackend();
+        r.backend = privateUse1BackendName();
+        r.factoryCalled = c.status.factoryCalled.load();
+        r.configureCalls = c.status.configureCalls.load();
+        r.deviceSessions = c.status.deviceSessions.load();
+        r.lastConfigureNs = c.status.lastConfigureNs.load();
+        r.lastTraceOurs = c.status.lastTraceOurs.load();
+        r.sessions = c.stats.sessions();
+        r.outstanding = c.pool.outstanding();
+        r.pooled = c.pool.pooled();
+        r.forkedChild = forkedFromMsptiParent();
+        return pluginDict(r);
       },
-      "Registration and usage facts of the plugin as a dict.");
+      "Registration and usage facts of the plugin as plain data: registered, mode, other_profiler\n"
+      "(torch_npu's built-in MSPTI backend when loaded: kind, description, version, library),\n"
+      "last_trace_used_ours (True only when our session collected the last device trace; None before\n"
+      "one), MSPTI buffers outstanding and pooled, forked_child.");
 
-  m.def("session_report_json", &sessionReportJson,
-        "JSON text: {\"last_session\": {...} | null, \"totals\": {...}}: the counters of the last\n"
-        "profiling session (state, errors, records by kind, kernels, links, drops, buffers, drain)\n"
-        "and their totals over every finished session. Times in ms.");
+  m.def("last_session", [] { return PluginContext::process().stats.last(); },
+        "The last session's report, or None before the first device session.");
+  m.def("totals", [] { return PluginContext::process().stats.totals(); },
+        "Counters summed over every finished session of the process.");
+  m.def("session_report_json", [] { return sessionReportJson(PluginContext::process().stats); },
+        "JSON text {\"last_session\": {...} | null, \"totals\": {...}, \"sessions\": n}.");
 }
 
 }  // namespace torch_mspti::bindings

@@ -2,8 +2,12 @@
 // Import torch before this module (libtorch_cpu must be loaded; see torch_mspti/__init__.py).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "Bindings.h"
+#include "ExitGuard.h"
+#include "PluginContext.h"
+#include "PyStrings.h"
 #include "Registration.h"
 
 namespace nb = nanobind;
@@ -15,26 +19,37 @@ NB_MODULE(_C, m) {
 
   m.def(
       "register_profiler",
-      [](const std::string& mode) {
-        torch_mspti::RegistrationMode md;
-        if (mode == "auto") md = torch_mspti::RegistrationMode::kAuto;
-        else if (mode == "mspti") md = torch_mspti::RegistrationMode::kMspti;
-        else if (mode == "off") md = torch_mspti::RegistrationMode::kOff;
-        else
-          throw nb::value_error(
-              ("TORCH_MSPTI_PROFILER: '" + mode + "' is not allowed; use auto, mspti or off").c_str());
-        return torch_mspti::registerProfiler(md).message;
-      },
-      nb::arg("mode"),
-      "Register the profiler factory with torch's PrivateUse1 registry.\n\n"
-      "mode: 'auto' (only if no other PrivateUse1 profiler is registered), 'mspti' (always) or 'off'.\n"
-      "Idempotent: later calls return the first outcome. Returns a one-line message saying which\n"
-      "profiler serves PrivateUse1 traces. Raises ValueError for an unknown mode. Thread-safe.");
+      [] { return torch_mspti::bindings::pyText(torch_mspti::registerProfiler(torch_mspti::PluginContext::process()).message); },
+      "Register the profiler factory with torch's PrivateUse1 registry, as the `profiler` setting\n"
+      "(TORCH_MSPTI_PROFILER: auto, mspti, off) says. Idempotent: later calls return the first\n"
+      "outcome. Returns one line saying which profiler serves PrivateUse1 traces. Thread-safe.");
 
-  m.def("_register_foreign_profiler_for_testing", &torch_mspti::registerForeignProfilerForTesting,
-        "Tests only: register a do-nothing PrivateUse1 profiler factory (stands in for torch_npu's).");
-  m.def("_reset_registration_for_testing", &torch_mspti::resetRegistrationForTesting,
-        "Tests only: forget the registration outcome so register_profiler() runs again.");
+  m.def("note_process_exit", &torch_mspti::noteProcessExit,
+        "Tell the plugin the interpreter is exiting: sessions then make no MSPTI call (registered with\n"
+        "atexit by the package).");
+
+  m.def(
+      "set_device_properties_provider",
+      [](nb::callable provider) {
+        // Kept for the life of the process and captured by pointer: the function is copied into
+        // sessions on kineto's threads, which may not hold the GIL, so the Python object itself is
+        // never copied or released there. Called from kineto's processing thread: takes the GIL.
+        auto* held = new nb::callable(provider);
+        torch_mspti::PluginContext::process().setDevicePropertiesProvider(
+            [held](const std::vector<int32_t>& devices) -> std::string {
+              if (!Py_IsInitialized() || torch_mspti::processExiting()) return "";
+              nb::gil_scoped_acquire gil;
+              try {
+                return nb::cast<std::string>((*held)(devices));
+              } catch (...) {
+                return "";
+              }
+            });
+      },
+      nb::arg("provider"),
+      "Set the function that describes the NPUs of a trace for its deviceProperties: called with a\n"
+      "list of logical device indices, it returns the JSON objects (comma-joined text) for them.\n"
+      "Exceptions it raises are swallowed (the trace then has no NPU device properties).");
 
   torch_mspti::bindings::bindConfig(m);
   torch_mspti::bindings::bindDiagnostics(m);

@@ -1,266 +1,265 @@
 #include "ActivityBuilder.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <cctype>
+#include <map>
+#include <tuple>
 
-#include "CorrelationIds.h"
+#include "LinkResolver.h"
 
 namespace torch_mspti {
 namespace {
 
 using libkineto::ActivityType;
 using libkineto::GenericTraceActivity;
-using libkineto::ITraceActivity;
 
-struct Link {
-  const ITraceActivity* op = nullptr;
-  int64_t launchStart = 0;
-  int64_t launchEnd = 0;
-  const std::string* apiName = nullptr;
-};
+// Metadata keys, built once (kineto takes them as std::string). The collective keys are those of
+// kineto's NCCL rows, so tools that read CUDA traces find them.
+const std::string kDevice = "device";
+const std::string kStream = "stream";
+const std::string kCorrelation = "correlation";
+const std::string kLink = "link";
+const std::string kType = "type";
+const std::string kCollective = "Collective name";
+const std::string kAlgorithm = "algorithm";
+const std::string kInNelems = "In msg nelems";
+const std::string kDtype = "dtype";
+const std::string kBytes = "bytes";
+const std::string kGroup = "Process Group Name";
+const std::string kBandwidth = "memory bandwidth (GB/s)";
+const std::string kCopyKind = "copy kind";
+const std::string kAsync = "async";
+const std::string kValue = "value";
 
-// Metadata keys, built once rather than per activity (kineto takes them as std::string).
-const std::string kDeviceKey = "device";
-const std::string kStreamKey = "stream";
-const std::string kCorrelationKey = "correlation";
-const std::string kTypeKey = "type";
-
-const std::string& launchName(const std::string* apiName) {
-  static const std::string kFallback = "LaunchKernel";
-  return apiName ? *apiName : kFallback;
+const char* copyKindShort(uint32_t kind) {
+  switch (kind) {
+    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_DEFAULT: return "Default";
+    default: return "Unknown";
+  }
 }
 
-// Decides whether the launch `corr` links to an op, and where its host launch event goes.
-bool resolveLink(uint64_t opId, const ApiRecord* api, int64_t firstKernelStart, const BuildInput& in,
-                 SessionCounters& c, Link& out) {
-  if (opId == 0 || !in.linked || !*in.linked) return false;
-  const ITraceActivity* op = (*in.linked)(static_cast<int32_t>(opId));
-  if (!op) {
-    ++c.linkTargetMissing;
-    return false;
+// kineto's CUDA form "Memcpy HtoD (Pageable -> Device)"; MSPTI does not say whether host memory
+// is pinned, so the ends are named Host and Device.
+std::string copyName(uint32_t kind) {
+  switch (kind) {
+    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "Memcpy HtoH (Host -> Host)";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "Memcpy HtoD (Host -> Device)";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "Memcpy DtoH (Device -> Host)";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "Memcpy DtoD (Device -> Device)";
+    default: return std::string("Memcpy ") + copyKindShort(kind);
   }
-  const int64_t opStart = op->timestamp();
-  const int64_t opEnd = std::max(opStart, opStart + op->duration());
-  if (api && api->threadId != static_cast<uint32_t>(op->resourceId())) {
-    ++c.mislinksRejected;  // launched on another thread than the op that was on MSPTI's stack
-    return false;
+}
+
+double gigabytesPerSecond(uint64_t bytes, int64_t durationNs) {
+  return durationNs > 0 ? static_cast<double>(bytes) / static_cast<double>(durationNs) : 0.0;
+}
+
+ActivityType rowType(uint32_t kind) {
+  switch (kind) {
+    case MSPTI_ACTIVITY_KIND_MEMCPY: return ActivityType::GPU_MEMCPY;
+    case MSPTI_ACTIVITY_KIND_MEMSET: return ActivityType::GPU_MEMSET;
+    default: return ActivityType::CONCURRENT_KERNEL;  // kernels and collectives
   }
-  if (firstKernelStart < opStart) {
-    ++c.mislinksRejected;  // a kernel cannot start before the op that launched it
-    return false;
+}
+
+std::string rowName(const DeviceRecord& r) {
+  switch (r.kind) {
+    case MSPTI_ACTIVITY_KIND_MEMCPY: return copyName(r.subkind);
+    case MSPTI_ACTIVITY_KIND_MEMSET: return "Memset (Device)";
+    default: return r.name ? *r.name : std::string("unknown");
   }
-  int64_t start = opStart;
-  int64_t end = opStart;
-  if (api) {
-    if (api->start >= opStart && api->start <= opEnd) {
-      start = api->start;
-      end = std::min(std::max(api->end, api->start), opEnd);
-    } else {
-      ++c.apiTimeUntrusted;
+}
+
+void addFacts(GenericTraceActivity& act, const DeviceRecord& r, SessionCounters& c) {
+  switch (r.kind) {
+    case MSPTI_ACTIVITY_KIND_KERNEL:
+      if (r.detail) act.addMetadataQuoted(kType, *r.detail);
+      ++c.kernels;
+      break;
+    case MSPTI_ACTIVITY_KIND_COMMUNICATION: {
+      const std::string collective = r.name ? collectiveName(*r.name) : "";
+      if (!collective.empty()) act.addMetadataQuoted(kCollective, collective);
+      if (r.detail) act.addMetadataQuoted(kAlgorithm, *r.detail);
+      act.addMetadata(kInNelems, r.count);
+      act.addMetadataQuoted(kDtype, communicationTypeName(r.subkind));
+      if (const uint32_t size = communicationTypeSize(r.subkind)) act.addMetadata(kBytes, r.count * size);
+      if (r.group) act.addMetadataQuoted(kGroup, *r.group);
+      ++c.communications;
+      break;
     }
-  }
-  start = std::min(start, firstKernelStart);  // the arrow must not point backwards
-  end = std::max(end, start + 1);
-  if (end > opEnd && start + 1 <= opEnd) end = opEnd;
-  out = {op, start, end, api ? api->name : nullptr};
-  return true;
-}
-
-// The op intervals of interval mode, per thread: sorted by start (then longest first), each with
-// the index of its innermost enclosing interval, so that the innermost op containing a time is
-// found by one binary search and a walk up at most the nesting depth.
-class OpIndex {
- public:
-  explicit OpIndex(const std::vector<OpInterval>* all) {
-    if (!all) return;
-    for (const auto& iv : *all) byThread_[iv.threadId].push_back({iv.start, iv.end, iv.opId, -1});
-    for (auto& [tid, nodes] : byThread_) {
-      std::sort(nodes.begin(), nodes.end(),
-                [](const Node& a, const Node& b) { return a.start != b.start ? a.start < b.start : a.end > b.end; });
-      std::vector<int32_t> open;
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        while (!open.empty() && nodes[open.back()].end < nodes[i].start) open.pop_back();
-        nodes[i].parent = open.empty() ? -1 : open.back();
-        open.push_back(static_cast<int32_t>(i));
+    case MSPTI_ACTIVITY_KIND_MEMCPY:
+    case MSPTI_ACTIVITY_KIND_MEMSET: {
+      act.addMetadata(kBytes, r.count);
+      act.addMetadata(kBandwidth, gigabytesPerSecond(r.count, r.end - r.start));
+      if (r.kind == MSPTI_ACTIVITY_KIND_MEMCPY) {
+        act.addMetadataQuoted(kCopyKind, copyKindShort(r.subkind));
+        ++c.memcpys;
+      } else {
+        act.addMetadata(kValue, r.subkind);
+        ++c.memsets;
       }
+      act.addMetadata(kAsync, r.isAsync ? 1 : 0);
+      break;
     }
+    default: break;
   }
-  bool empty() const { return byThread_.empty(); }
-  // Innermost op on thread `tid` whose [start, end] contains `t`; 0 when none does.
-  uint64_t find(uint32_t tid, int64_t t) const {
-    auto it = byThread_.find(tid);
-    if (it == byThread_.end()) return 0;
-    const auto& nodes = it->second;
-    auto pos = std::upper_bound(nodes.begin(), nodes.end(), t, [](int64_t v, const Node& n) { return v < n.start; });
-    for (int32_t i = static_cast<int32_t>(pos - nodes.begin()) - 1; i >= 0; i = nodes[i].parent)
-      if (nodes[i].end >= t) return nodes[i].opId;
-    return 0;
-  }
+}
 
- private:
-  struct Node {
-    int64_t start, end;
-    uint64_t opId;
-    int32_t parent;
-  };
-  std::unordered_map<uint32_t, std::vector<Node>> byThread_;
-};
-
-// MSPTI correlation id (never 0) -> the records naming it, for ids asked in ascending order (the
-// kernels are walked sorted by id). A vector sorted by id, stable so that records of one id keep
-// their arrival order; records mostly arrive in id order, so sortedness is checked first. Reads
-// advance a cursor: no hashing, no per-entry allocation, sequential memory.
-template <typename V>
-class IdTable {
- public:
-  struct Entry {
-    uint64_t id;
-    V value;
-  };
-  explicit IdTable(size_t n) { entries_.reserve(n); }
-  void add(uint64_t id, V v) { entries_.push_back({id, v}); }
-  void seal() {
-    auto byId = [](const Entry& a, const Entry& b) { return a.id < b.id; };
-    if (!std::is_sorted(entries_.begin(), entries_.end(), byId))
-      std::stable_sort(entries_.begin(), entries_.end(), byId);
+uint64_t& stateCounter(LinkState s, SessionCounters& c) {
+  switch (s) {
+    case LinkState::kVerified: return c.linkedVerified;
+    case LinkState::kRecovered: return c.linkedRecovered;
+    case LinkState::kUnverified: return c.linkedUnverified;
+    case LinkState::kNoOpOnThread: return c.unlinkedNoOp;
+    case LinkState::kClockUntrusted: return c.unlinkedClockUntrusted;
+    case LinkState::kAmbiguous: return c.unlinkedAmbiguous;
+    case LinkState::kNoRecord: return c.unlinkedNoRecord;
   }
-  // The entries of `id` in arrival order ([first, last), empty when none). Ids must not decrease
-  // from one call to the next.
-  std::pair<const Entry*, const Entry*> next(uint64_t id) {
-    while (cur_ < entries_.size() && entries_[cur_].id < id) ++cur_;
-    size_t end = cur_;
-    while (end < entries_.size() && entries_[end].id == id) ++end;
-    return {entries_.data() + cur_, entries_.data() + end};
-  }
+  return c.unlinkedNoRecord;
+}
 
- private:
-  std::vector<Entry> entries_;
-  size_t cur_ = 0;
-};
+// Where a launch event goes and how long it is; false when the launch gets none.
+bool placeLaunch(const Launch& l, const LinkDecision& d, const BuildContext& in, GenericTraceActivity& ev) {
+  if (d.op) {
+    const libkineto::ITraceActivity& op = *d.op->activity;
+    int64_t start = d.op->start, end = d.op->start;
+    if (l.callTrusted) {
+      start = std::clamp(l.callStart, d.op->start, d.op->end);
+      end = std::clamp(l.callEnd, start, d.op->end);
+    }
+    ev.device = op.deviceId();
+    ev.resource = static_cast<int32_t>(op.resourceId());
+    ev.threadId = op.getThreadId();
+    ev.startTime = start;
+    ev.endTime = std::max(end, start + 1);  // at least 1 ns, so viewers draw it and the arrow
+    ev.linked = &op;
+    return true;
+  }
+  if (d.state == LinkState::kNoOpOnThread) {
+    ev.device = in.processId;
+    ev.resource = static_cast<int32_t>(d.launchThread);
+    ev.threadId = static_cast<int32_t>(d.launchThread);
+    ev.startTime = l.callStart;
+    ev.endTime = std::max(l.callEnd, l.callStart + 1);
+    return true;
+  }
+  return false;
+}
 
 }  // namespace
 
-void buildActivities(const BuildInput& in, libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes, SessionCounters& c) {
-  const RecordStore& store = *in.store;
-  IdTable<uint64_t> opOf(store.externals().size());  // MSPTI correlation id -> torch op id (CUSTOM0)
-  for (const auto& e : store.externals())
-    if (e.externalKind == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 && e.correlationId != 0)
-      opOf.add(e.correlationId, e.externalId);
-  opOf.seal();
-  IdTable<const ApiRecord*> apiOf(store.apis().size());  // API records per launch
-  for (const auto& a : store.apis())
-    if (a.correlationId != 0) apiOf.add(a.correlationId, &a);
-  apiOf.seal();
-
-  // Valid, in-window kernels, grouped by launch and deduplicated.
-  std::vector<const KernelRecord*> ks;
-  ks.reserve(store.kernels().size());
-  for (const auto& k : store.kernels()) {
-    if (k.start <= 0 || k.end <= k.start) {
-      ++c.invalidTiming;
-      continue;
-    }
-    if (in.windowEnd > 0 && (k.start < in.windowStart || k.end > in.windowEnd)) {
-      ++c.outOfWindow;
-      continue;
-    }
-    ks.push_back(&k);
-  }
-  auto key = [](const KernelRecord* k) {
-    return std::tie(k->correlationId, k->start, k->end, k->deviceId, k->streamId, k->name);
+std::string collectiveName(const std::string& msptiName) {
+  std::string s;
+  for (char ch : msptiName)
+    if (std::isalnum(static_cast<unsigned char>(ch))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  // Longest first: "reducescatter" before "reduce", "allgather" before "gather".
+  static const std::pair<const char*, const char*> kKnown[] = {
+      {"reducescatter", "reduce_scatter"}, {"allreduce", "allreduce"}, {"allgather", "allgather"},
+      {"alltoallv", "all_to_allv"},        {"alltoall", "all_to_all"}, {"broadcast", "broadcast"},
+      {"barrier", "barrier"},              {"scatter", "scatter"},     {"gather", "gather"},
+      {"reduce", "reduce"},                {"send", "send"},           {"recv", "recv"},
+      {"receive", "recv"},
   };
-  // Sorted by the correlation id held inline (no pointer chase unless two ids tie); records
-  // mostly arrive in id order already, so sortedness is checked first.
-  {
-    std::vector<std::pair<uint64_t, const KernelRecord*>> byId(ks.size());
-    for (size_t n = 0; n < ks.size(); ++n) byId[n] = {ks[n]->correlationId, ks[n]};
-    auto less = [&](const std::pair<uint64_t, const KernelRecord*>& a,
-                    const std::pair<uint64_t, const KernelRecord*>& b) {
-      return a.first != b.first ? a.first < b.first : key(a.second) < key(b.second);
-    };
-    if (!std::is_sorted(byId.begin(), byId.end(), less)) {
-      std::sort(byId.begin(), byId.end(), less);
-      for (size_t n = 0; n < ks.size(); ++n) ks[n] = byId[n].second;
-    }
-  }
-  auto last =
-      std::unique(ks.begin(), ks.end(), [&](const KernelRecord* a, const KernelRecord* b) { return key(a) == key(b); });
-  c.duplicates += static_cast<uint64_t>(ks.end() - last);
-  ks.erase(last, ks.end());
+  for (const auto& [needle, out] : kKnown)
+    if (s.find(needle) != std::string::npos) return out;
+  return "";
+}
 
-  const OpIndex opIntervals(in.intervals);
-  CorrelationIds& ids = CorrelationIds::instance();
-  size_t i = 0;
-  while (i < ks.size()) {
-    const uint64_t corr = ks[i]->correlationId;
-    size_t j = i;
-    int64_t firstStart = ks[i]->start;
-    while (j < ks.size() && ks[j]->correlationId == corr) firstStart = std::min(firstStart, ks[j++]->start);
+const char* communicationTypeName(uint32_t t) {
+  static const char* const kNames[] = {"Char",   "Short",  "Int",    "Half",   "Float",    "Long",          "UInt64",
+                                       "Byte",   "UInt16", "UInt32", "Double", "BFloat16", "Int128",        "",
+                                       "HiFloat8", "Float8_e4m3fn", "Float8_e5m2", "Float8_e8m0fnu"};
+  return t < sizeof(kNames) / sizeof(kNames[0]) && *kNames[t] ? kNames[t] : "unknown";
+}
 
-    Link link;
-    bool linked = false;
-    bool byInterval = false;
-    if (corr != 0) {
-      // The first CUSTOM0 record of the launch names its op; the earliest API record (the first
-      // to arrive among equally early ones) is its launch call.
-      const auto [op, opEnd] = opOf.next(corr);
-      const ApiRecord* apiRecord = nullptr;
-      for (auto [a, aEnd] = apiOf.next(corr); a != aEnd; ++a)
-        if (!apiRecord || a->value->start < apiRecord->start) apiRecord = a->value;
-      uint64_t opId = op != opEnd ? op->value : 0;
-      if (opId == 0 && apiRecord && !opIntervals.empty()) {
-        opId = opIntervals.find(apiRecord->threadId, apiRecord->start);
-        byInterval = opId != 0;
+uint32_t communicationTypeSize(uint32_t t) {
+  static const uint32_t kSizes[] = {1, 2, 4, 2, 4, 8, 8, 1, 2, 4, 8, 2, 16, 0, 1, 1, 1, 1};
+  return t < sizeof(kSizes) / sizeof(kSizes[0]) ? kSizes[t] : 0;
+}
+
+void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes,
+                     SessionCounters& c) {
+  const LaunchTable& table = *in.launches;
+  // (user range node, device, stream) -> [start, end] of the rows launched inside the range.
+  std::map<std::tuple<const OpNode*, int32_t, int32_t>, std::pair<int64_t, int64_t>> spans;
+
+  for (const Launch& l : table.launches) {
+    const LinkDecision d = resolveLink(l, *in.ops);
+    stateCounter(d.state, c) += l.rowCount;
+    const int32_t launchId = in.ids->next();
+    const std::string linkName = linkStateName(d.state);
+
+    auto ev = std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::PRIVATEUSE1_RUNTIME,
+                                                     l.call && l.call->name ? *l.call->name : "LaunchKernel");
+    const bool hasLaunchEvent = placeLaunch(l, d, in, *ev);
+    if (hasLaunchEvent) {
+      ev->id = launchId;
+      ev->flow.id = static_cast<uint32_t>(launchId);
+      ev->flow.type = libkineto::kLinkAsyncCpuGpu;
+      ev->flow.start = 1;
+      ev->addMetadata(kCorrelation, launchId);
+      ev->addMetadataQuoted(kLink, linkName);
+      ++c.launchEvents;
+      if (!d.op) {
+        ++c.launchThreadEvents;
+        if (!in.ops->ranOps(d.launchThread)) lanes.addLaunchThread(in.processId, static_cast<int32_t>(d.launchThread));
       }
-      linked = resolveLink(opId, apiRecord, firstStart, in, c, link);
+      buffer.activities.push_back(std::move(ev));
     }
-    if (linked && byInterval) c.linkedByOpInterval += j - i;
-    const int32_t launchId = ids.next();
-    if (linked) {
-      auto& rt = *buffer.activities.emplace_back(std::make_unique<GenericTraceActivity>(
-          buffer.span, ActivityType::PRIVATEUSE1_RUNTIME, launchName(link.apiName)));
-      rt.startTime = link.launchStart;
-      rt.endTime = link.launchEnd;
-      rt.id = launchId;
-      rt.device = static_cast<int32_t>(link.op->deviceId());
-      rt.resource = static_cast<int32_t>(link.op->resourceId());
-      rt.threadId = link.op->getThreadId();
-      rt.flow.id = static_cast<uint32_t>(launchId);
-      rt.flow.type = libkineto::kLinkAsyncCpuGpu;
-      rt.flow.start = 1;
-      rt.linked = link.op;
-      rt.addMetadata(kCorrelationKey, launchId);
-    }
-    for (; i < j; ++i) {
-      const KernelRecord& k = *ks[i];
-      const int32_t device = logicalDevice(k.deviceId, in.visibleDevices);
-      const int32_t stream = static_cast<int32_t>(k.streamId);
+
+    for (uint32_t k = l.firstRow; k < l.firstRow + l.rowCount; ++k) {
+      const DeviceRow& row = table.rows[k];
+      const DeviceRecord& r = row.record;
+      const int32_t stream = static_cast<int32_t>(r.streamId);
       auto& act = *buffer.activities.emplace_back(
-          std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::CONCURRENT_KERNEL, *k.name));
-      act.startTime = k.start;
-      act.endTime = k.end;
+          std::make_unique<GenericTraceActivity>(buffer.span, rowType(r.kind), rowName(r)));
+      act.startTime = r.start;
+      act.endTime = r.end;
       act.id = launchId;
-      act.device = device;
+      act.device = row.device;
       act.resource = stream;
       act.threadId = stream;
-      if (linked) {
+      if (hasLaunchEvent) {
         act.flow.id = static_cast<uint32_t>(launchId);
         act.flow.type = libkineto::kLinkAsyncCpuGpu;
         act.flow.start = 0;
-        act.linked = link.op;
-        ++c.linkedKernels;
-      } else {
-        ++c.unlinkedKernels;
       }
-      act.addMetadata(kDeviceKey, device);
-      act.addMetadata(kStreamKey, stream);
-      act.addMetadata(kCorrelationKey, launchId);
-      act.addMetadataQuoted(kTypeKey, *k.type);
-      lanes.add(device, stream);
-      ++c.kernels;
+      if (d.op) act.linked = d.op->activity;
+      act.addMetadata(kDevice, row.device);
+      act.addMetadata(kStream, stream);
+      act.addMetadata(kCorrelation, launchId);
+      act.addMetadataQuoted(kLink, linkName);
+      addFacts(act, r, c);
+      lanes.addStream(row.device, stream);
+      ++c.deviceRows;
+      for (const OpNode* n = d.op; n; n = in.ops->parent(*n)) {
+        if (!n->userRange) continue;
+        auto [it, fresh] = spans.try_emplace({n, row.device, stream}, r.start, r.end);
+        if (!fresh) {
+          it->second.first = std::min(it->second.first, r.start);
+          it->second.second = std::max(it->second.second, r.end);
+        }
+      }
     }
   }
-  buffer.gpuOpCount = static_cast<int>(std::min<uint64_t>(c.kernels, INT32_MAX));
+
+  for (const auto& [key, range] : spans) {
+    const auto& [node, device, stream] = key;
+    auto& span = *buffer.activities.emplace_back(std::make_unique<GenericTraceActivity>(
+        buffer.span, ActivityType::GPU_USER_ANNOTATION, node->activity->name()));
+    span.startTime = range.first;
+    span.endTime = range.second;
+    span.id = static_cast<int32_t>(node->id);
+    span.device = device;
+    span.resource = stream;
+    span.threadId = stream;
+    ++c.annotations;
+  }
+  buffer.gpuOpCount = static_cast<int>(std::min<uint64_t>(c.deviceRows, INT32_MAX));
 }
 
 }  // namespace torch_mspti

@@ -1,48 +1,59 @@
-// Turns a session's records into kineto activities (processTrace).
+// Turns a session's launches into kineto activities (processTrace).
 //
-// Per launch (one MSPTI correlation id, one or more kernels):
-//  * link: the CUSTOM0 external id of the launch is torch's op id; getLinkedActivity resolves it
-//    (never called with 0). Without external correlation (CANN 8.0.RC3) the op is the innermost
-//    op interval recorded at push/pop on the API record's thread that contains the API record's
-//    start (CorrelationForwarder interval mode). When the launch's API record names another thread than the op's,
-//    the link is wrong (MSPTI's global stack, queued launches; mspti.md 5.4) and is rejected;
-//    a kernel that starts before its op started is rejected the same way;
-//  * a PRIVATEUSE1_RUNTIME launch event on the op's host lane at the host launch time (the API
-//    record's start when it lies inside the op, else the op's start: some MSPTI builds reported
-//    raw monotonic host times), clamped into the op's slice so viewers nest it; it starts the
-//    ac2g flow and carries `correlation` but no `stream` (HTA pairs it with its kernels);
-//  * each kernel: a CONCURRENT_KERNEL activity, pid = logical device, tid = stream, named exactly
-//    as MSPTI names it, args device/stream/correlation/type, finishing the flow when linked.
-// Dropped and counted: duplicates, zero or inverted timing, kernels outside the capture window.
+// Per launch (one MSPTI correlation id, one or more device rows), with the link decided by the
+// rule of LinkResolver.h:
+//  * a PRIVATEUSE1_RUNTIME launch event named as MSPTI names the launch call, at the call's host
+//    time: nested in the op it is linked to (clamped into the op's slice so viewers nest it), or,
+//    for a thread that ran no op then, on that thread's own lane; it starts the ac2g flow and
+//    carries `correlation` but no `stream` (HTA pairs it with its rows by correlation);
+//  * each device row: CONCURRENT_KERNEL for kernels and collectives (collectives are kernels of
+//    the NCCL kind on CUDA, and only kernel-type rows get device time in torch, kineto.md 2.4),
+//    GPU_MEMCPY for copies, GPU_MEMSET for memsets; pid = logical device, tid = stream; named as
+//    MSPTI names kernels and collectives and as kineto names CUDA copies ("Memcpy HtoD (Host ->
+//    Device)", "Memset (Device)"); args device, stream, correlation, link, and the kind's facts:
+//    kernel "type"; collective "Collective name", "algorithm", "In msg nelems", "dtype", "bytes",
+//    "Process Group Name" (kineto's names for NCCL rows); copy/memset "bytes",
+//    "memory bandwidth (GB/s)", "copy kind", "async"; the flow's finish when a launch event exists;
+//    linked to the op (External id, device time) only when the link is made;
+//  * a GPU_USER_ANNOTATION span per (user range, device, stream) covering the rows launched inside
+//    the range, like kineto's CUDA spans (GenericActivityProfiler GpuUserEventMap): id = the
+//    range's correlation id, not linked, so torch credits it no op (pytorch#130730) and its
+//    is_user_annotation keeps it out of the key_averages totals.
 // Activities are emplaced into the session's CpuTraceBuffer and logged by pointer; the buffer is
 // handed to kineto through getTraceBuffer(), which keeps them alive (kineto.md 1.5).
-// Thread-safety: none; runs on kineto's processing thread.
+// Thread-safety: none; kineto's processing thread.
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <string>
 
 #include <IActivityProfiler.h>
 #include <libkineto.h>
-#include <output_base.h>
 
-#include "CorrelationForwarder.h"
+#include "CorrelationIds.h"
 #include "DeviceLanes.h"
-#include "RecordStore.h"
-#include "SessionStats.h"
+#include "LaunchTable.h"
+#include "OpTimeline.h"
+#include "SessionCounters.h"
 
 namespace torch_mspti {
 
-struct BuildInput {
-  const RecordStore* store = nullptr;
-  const libkineto::getLinkedActivityCallback* linked = nullptr;  // may be null: nothing links
-  int64_t windowStart = 0;                                       // ns since the epoch; 0 = no window
-  int64_t windowEnd = 0;
-  std::vector<uint32_t> visibleDevices;
-  const std::vector<OpInterval>* intervals = nullptr;  // interval mode only; may be null
+struct BuildContext {
+  const LaunchTable* launches = nullptr;
+  const OpTimeline* ops = nullptr;
+  CorrelationIds* ids = nullptr;
+  int32_t processId = 0;  // pid of the host process (lane of launch threads)
 };
 
-void buildActivities(const BuildInput& in, libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes,
+void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes,
                      SessionCounters& counters);
+
+// "allreduce" for "hcom_allReduce__123_0_1": the collective of an HCCL/LCCL op name, in the
+// lower-case words torch's c10d ops and kineto's NCCL rows use; "" when not recognised.
+std::string collectiveName(const std::string& msptiName);
+// c10 scalar type name of an msptiCommunicationDataType ("Float" for FP32), and its size in
+// bytes (0 when unknown). Values from mspti.md 3.3.
+const char* communicationTypeName(uint32_t dataType);
+uint32_t communicationTypeSize(uint32_t dataType);
 
 }  // namespace torch_mspti

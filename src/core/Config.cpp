@@ -2,190 +2,188 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <functional>
-#include <mutex>
+#include <cstring>
 
 #include <fmt/format.h>
-
-#include "MsptiLibrary.h"
 
 namespace torch_mspti {
 namespace {
 
-std::mutex gMutex;
-ConfigSnapshot gValues;
-std::vector<std::string> gEnvErrors;
+enum class Type { kInt, kBool, kChoice, kPath };
 
-struct IntSetting {
+const char* const kDrainOrders[] = {"auto", "disable_first", "poll_first", nullptr};
+const char* const kProfilerModes[] = {"auto", "mspti", "off", nullptr};
+
+// The table. Ranges: MSPTI warns below 2 MiB per buffer and its Python monitor allows up to
+// 256 MiB (mspti.md 5.1); from 64 KiB so tests can force many buffers; multiples of 8 because
+// records lie 8-aligned back to back (mspti.md 3.1).
+struct Setting {
   const char* name;
+  const char* env;  // nullptr: TORCH_MSPTI_<NAME>
+  Type type;
   const char* unit;
-  int64_t lo;
-  int64_t hi;
-  int64_t multipleOf;
-  int64_t ConfigSnapshot::* field;
+  const char* defaultText;
   const char* description;
+  int64_t ConfigSnapshot::* intField = nullptr;
+  bool ConfigSnapshot::* boolField = nullptr;
+  int64_t lo = 0, hi = 0, multipleOf = 1;
+  const char* const* choices = nullptr;
+  bool importOnly = false;
 };
 
-// Ranges: MSPTI warns below 2 MiB and its Python monitor allows up to 256 MiB (mspti.md 5.1);
-// we accept from 64 KiB so tests can force many buffers, and require 8-byte multiples because
-// records are 8-aligned back to back.
-const IntSetting kIntSettings[] = {
-    {"buffer_size", "bytes", 64 << 10, 256 << 20, 8, &ConfigSnapshot::bufferSizeBytes,
-     "size of each activity buffer handed to MSPTI"},
-    {"buffer_pool_cap", "buffers", 1, 4096, 1, &ConfigSnapshot::bufferPoolCap,
-     "activity buffers outstanding at once; further requests are declined and counted"},
-    {"drain_poll_interval_ms", "ms", 1, 1000, 1, &ConfigSnapshot::drainPollIntervalMs,
-     "pause between FlushAll polls while stop() drains"},
-    {"drain_quiet_flushes", "flushes", 1, 1000, 1, &ConfigSnapshot::drainQuietFlushes,
-     "consecutive empty flushes that end a drain when no pending launch is known"},
-    {"drain_timeout_ms", "ms", 0, 600000, 1, &ConfigSnapshot::drainTimeoutMs, "upper bound of the drain in stop()"},
+const Setting kSettings[] = {
+    {"buffer_size", nullptr, Type::kInt, "bytes", "8388608",
+     "size of each activity buffer handed to MSPTI (the variable also takes K, M, G suffixes)",
+     &ConfigSnapshot::bufferSizeBytes, nullptr, 64 << 10, 256 << 20, 8},
+    {"buffer_pool_cap", nullptr, Type::kInt, "buffers", "64",
+     "activity buffers outstanding at once; further requests are declined and counted", &ConfigSnapshot::bufferPoolCap,
+     nullptr, 1, 4096},
+    {"drain_poll_interval_ms", nullptr, Type::kInt, "ms", "5", "pause between FlushAll polls while stop() drains",
+     &ConfigSnapshot::drainPollIntervalMs, nullptr, 1, 1000},
+    {"drain_quiet_flushes", nullptr, Type::kInt, "flushes", "3",
+     "consecutive empty flushes that end a drain when no pending launch is known", &ConfigSnapshot::drainQuietFlushes,
+     nullptr, 1, 1000},
+    {"drain_timeout_ms", nullptr, Type::kInt, "ms", "1000", "upper bound of the drain in stop()",
+     &ConfigSnapshot::drainTimeoutMs, nullptr, 0, 600000},
+    {"drain_order", nullptr, Type::kChoice, "", "auto",
+     "disable_first (MSPTI 26.1 pulls device data on Disable) or poll_first; auto picks by library generation",
+     nullptr, nullptr, 0, 0, 1, kDrainOrders},
+    {"profiler", nullptr, Type::kChoice, "", "auto",
+     "which PrivateUse1 profiler serves the NPU lane: auto and mspti = torch-mspti (also when torch_npu's "
+     "built-in MSPTI backend is loaded), off = not torch-mspti; read when torch_mspti is imported",
+     nullptr, nullptr, 0, 0, 1, kProfilerModes, true},
+    {"library_path", "TORCH_MSPTI_LIBRARY", Type::kPath, "path", "",
+     "explicit libmspti.so (\"\" = search); fixed once a library is loaded"},
+    {"allow_missing_profapi", nullptr, Type::kBool, "", "false",
+     "load an explicit library_path even when CANN's libprofapi.so cannot be found (real libmspti then terminates "
+     "the process at load; the simulator and other MSPTI implementations do not need it)",
+     nullptr, &ConfigSnapshot::allowMissingProfapi},
+    {"synchronize_devices", nullptr, Type::kBool, "", "true",
+     "stop() waits for every PrivateUse1 device (torch.profiler synchronises only the current one), so kernels "
+     "launched in the window and still running are collected",
+     nullptr, &ConfigSnapshot::synchronizeDevices},
+    {"enable_kernels", nullptr, Type::kBool, "", "true", "collect KERNEL records", nullptr,
+     &ConfigSnapshot::enableKernels},
+    {"enable_external_correlation", nullptr, Type::kBool, "", "true",
+     "collect EXTERNAL_CORRELATION records (the op hint of each launch)", nullptr,
+     &ConfigSnapshot::enableExternalCorrelation},
+    {"enable_api_records", nullptr, Type::kBool, "", "true",
+     "collect API/RUNTIME_API records (launching thread and host time: what verifies each link)", nullptr,
+     &ConfigSnapshot::enableApiRecords},
+    {"enable_communication", nullptr, Type::kBool, "", "true",
+     "collect COMMUNICATION records (HCCL/LCCL collectives; MSPTI 8.2 and newer)", nullptr,
+     &ConfigSnapshot::enableCommunication},
+    {"enable_memcpy_memset", nullptr, Type::kBool, "", "true",
+     "collect MEMCPY/MEMSET records (need libmspti.so in LD_PRELOAD from process start)", nullptr,
+     &ConfigSnapshot::enableMemcpyMemset},
 };
 
-struct BoolSetting {
-  const char* name;
-  bool ConfigSnapshot::* field;
-  const char* description;
-};
+const Setting* find(const std::string& name) {
+  for (const auto& s : kSettings)
+    if (name == s.name) return &s;
+  return nullptr;
+}
 
-const BoolSetting kBoolSettings[] = {
-    {"enable_kernels", &ConfigSnapshot::enableKernels, "collect KERNEL records"},
-    {"enable_external_correlation", &ConfigSnapshot::enableExternalCorrelation,
-     "collect EXTERNAL_CORRELATION records (links kernels to ops)"},
-    {"enable_api_records", &ConfigSnapshot::enableApiRecords,
-     "collect API/RUNTIME_API records (launch thread and host time)"},
-    {"enable_communication", &ConfigSnapshot::enableCommunication, "collect COMMUNICATION records"},
-    {"enable_memcpy_memset", &ConfigSnapshot::enableMemcpyMemset,
-     "collect MEMCPY/MEMSET records (MSPTI 26.x needs libmspti.so in LD_PRELOAD)"},
-    {"enable_markers", &ConfigSnapshot::enableMarkers, "collect MARKER records"},
-};
-
-const char* const kDrainOrderNames[] = {"auto", "disable_first", "poll_first"};
-
-std::string envName(const std::string& setting) {
-  if (setting == "library_path") return "TORCH_MSPTI_LIBRARY";
+std::string envName(const Setting& s) {
+  if (s.env) return s.env;
   std::string out = "TORCH_MSPTI_";
-  for (char c : setting) out += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  for (const char* c = s.name; *c; ++c) out += static_cast<char>(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
   return out;
 }
 
-const IntSetting* findInt(const std::string& name) {
-  for (const auto& s : kIntSettings)
-    if (name == s.name) return &s;
-  return nullptr;
-}
-
-const BoolSetting* findBool(const std::string& name) {
-  for (const auto& s : kBoolSettings)
-    if (name == s.name) return &s;
-  return nullptr;
-}
-
-std::string checkInt(const IntSetting& s, int64_t v) {
-  if (v < s.lo || v > s.hi || v % s.multipleOf != 0) {
-    std::string extra = s.multipleOf > 1 ? fmt::format(", a multiple of {}", s.multipleOf) : "";
-    return fmt::format("{}: {} is out of range; allowed {}..{} {}{}", s.name, v, s.lo, s.hi, s.unit, extra);
+std::string rangeText(const Setting& s) {
+  switch (s.type) {
+    case Type::kInt:
+      return s.multipleOf > 1 ? fmt::format("{}..{} {}, a multiple of {}", s.lo, s.hi, s.unit, s.multipleOf)
+                              : fmt::format("{}..{} {}", s.lo, s.hi, s.unit);
+    case Type::kBool: return "true/false";
+    case Type::kChoice: {
+      std::string out;
+      for (const char* const* c = s.choices; *c; ++c) out += (out.empty() ? "" : ", ") + std::string(*c);
+      return out;
+    }
+    case Type::kPath: return "absolute path, or empty to search";
   }
   return "";
 }
 
-std::optional<bool> parseBool(const std::string& text) {
-  if (text == "1" || text == "true" || text == "TRUE" || text == "True" || text == "on" || text == "yes") return true;
-  if (text == "0" || text == "false" || text == "FALSE" || text == "False" || text == "off" || text == "no")
-    return false;
+const char* typeText(Type t) {
+  switch (t) {
+    case Type::kInt: return "int";
+    case Type::kBool: return "bool";
+    case Type::kChoice: return "choice";
+    case Type::kPath: return "path";
+  }
+  return "";
+}
+
+std::optional<bool> parseBool(const std::string& t) {
+  for (const char* yes : {"1", "true", "TRUE", "True", "on", "yes"})
+    if (t == yes) return true;
+  for (const char* no : {"0", "false", "FALSE", "False", "off", "no"})
+    if (t == no) return false;
   return std::nullopt;
 }
 
-// Caller holds gMutex.
-std::string setIntLocked(const std::string& name, int64_t value) {
-  const IntSetting* s = findInt(name);
-  if (!s) return fmt::format("{}: not an integer setting", name);
-  std::string err = checkInt(*s, value);
-  if (err.empty()) gValues.*(s->field) = value;
-  return err;
+int* choiceField(ConfigSnapshot& v, const Setting& s) {
+  if (std::strcmp(s.name, "drain_order") == 0) return reinterpret_cast<int*>(&v.drainOrder);
+  return reinterpret_cast<int*>(&v.profiler);
 }
 
-std::string setStringLocked(const std::string& name, const std::string& value) {
-  if (name == "drain_order") {
-    for (int i = 0; i < 3; ++i) {
-      if (value == kDrainOrderNames[i]) {
-        gValues.drainOrder = static_cast<DrainOrder>(i);
-        return "";
+std::string checkInt(const Setting& s, int64_t v) {
+  if (v >= s.lo && v <= s.hi && v % s.multipleOf == 0) return "";
+  return fmt::format("{}: {} is out of range; allowed {}", s.name, v, rangeText(s));
+}
+
+// Applies `text` to `values`; "" or the error.
+std::string applyText(ConfigSnapshot& values, const Setting& s, const std::string& text) {
+  switch (s.type) {
+    case Type::kInt: {
+      const auto v = parseSize(text);
+      if (!v) return fmt::format("{}: '{}' is not an integer; allowed {}", s.name, text, rangeText(s));
+      std::string err = checkInt(s, *v);
+      if (err.empty()) values.*(s.intField) = *v;
+      return err;
+    }
+    case Type::kBool: {
+      const auto v = parseBool(text);
+      if (!v) return fmt::format("{}: '{}' is not a boolean; use 1/0, true/false, on/off", s.name, text);
+      values.*(s.boolField) = *v;
+      return "";
+    }
+    case Type::kChoice:
+      for (int i = 0; s.choices[i]; ++i) {
+        if (text == s.choices[i]) {
+          *choiceField(values, s) = i;
+          return "";
+        }
       }
-    }
-    return fmt::format("drain_order: '{}' is not allowed; use auto, disable_first or poll_first", value);
+      return fmt::format("{}: '{}' is not allowed; use {}", s.name, text, rangeText(s));
+    case Type::kPath: values.libraryPath = text; return "";
   }
-  if (name == "library_path") {
-    const std::string loaded = loadedLibraryPath();
-    if (!loaded.empty() && value != gValues.libraryPath) {
-      return fmt::format(
-          "library_path: cannot change to '{}': MSPTI library '{}' is already loaded and stays loaded for the life "
-          "of the process (MSPTI keeps callbacks and threads); set it before the first profiling session",
-          value, loaded);
-    }
-    gValues.libraryPath = value;
-    return "";
-  }
-  return fmt::format("{}: not a text setting", name);
+  return "";
 }
 
-}  // namespace
-
-Config& Config::instance() {
-  static Config* config = new Config();  // never destroyed: MSPTI threads may read it at exit
-  return *config;
-}
-
-Config::Config() {
-  std::lock_guard<std::mutex> lock(gMutex);
-  loadEnvironment();
-}
-
-void Config::loadEnvironment() {
-  gValues = ConfigSnapshot{};
-  gEnvErrors.clear();
-  for (const auto& s : kIntSettings) {
-    const std::string env = envName(s.name);
-    const char* raw = std::getenv(env.c_str());
-    if (!raw || !*raw) continue;
-    char* end = nullptr;
-    errno = 0;
-    long long v = std::strtoll(raw, &end, 10);
-    if (errno != 0 || end == raw || *end != '\0') {
-      gEnvErrors.push_back(fmt::format("{}='{}' is not an integer; allowed {}..{} {} (ignored, default kept)", env, raw,
-                                       s.lo, s.hi, s.unit));
-      continue;
-    }
-    std::string err = checkInt(s, v);
-    if (!err.empty()) gEnvErrors.push_back(fmt::format("{}='{}': {} (ignored, default kept)", env, raw, err));
-    else gValues.*(s.field) = v;
+std::string valueText(const ConfigSnapshot& v, const Setting& s) {
+  switch (s.type) {
+    case Type::kInt: return std::to_string(v.*(s.intField));
+    case Type::kBool: return v.*(s.boolField) ? "true" : "false";
+    case Type::kChoice: return s.choices[*choiceField(const_cast<ConfigSnapshot&>(v), s)];
+    case Type::kPath: return v.libraryPath;
   }
-  for (const auto& s : kBoolSettings) {
-    const std::string env = envName(s.name);
-    const char* raw = std::getenv(env.c_str());
-    if (!raw || !*raw) continue;
-    auto v = parseBool(raw);
-    if (!v)
-      gEnvErrors.push_back(
-          fmt::format("{}='{}' is not a boolean; use 1/0, true/false, on/off (ignored, default kept)", env, raw));
-    else gValues.*(s.field) = *v;
-  }
-  if (const char* raw = std::getenv("TORCH_MSPTI_DRAIN_ORDER"); raw && *raw) {
-    std::string err = setStringLocked("drain_order", raw);
-    if (!err.empty()) gEnvErrors.push_back(fmt::format("TORCH_MSPTI_DRAIN_ORDER: {} (ignored, default kept)", err));
-  }
-  if (const char* raw = std::getenv("TORCH_MSPTI_LIBRARY"); raw && *raw) gValues.libraryPath = raw;
+  return "";
 }
 
 // "2,3" -> {2, 3}. Parsing stops at the first entry that is not a number, as the runtime
 // ignores devices after an invalid entry.
-static std::vector<uint32_t> parseVisibleDevices(const char* raw) {
+std::vector<uint32_t> parseVisibleDevices(const char* raw) {
   std::vector<uint32_t> out;
   if (!raw) return out;
   const char* p = raw;
   while (*p) {
     char* end = nullptr;
     errno = 0;
-    unsigned long v = std::strtoul(p, &end, 10);
+    const unsigned long v = std::strtoul(p, &end, 10);
     if (end == p || errno != 0 || v > 0xFFFFFFFFul) break;
     out.push_back(static_cast<uint32_t>(v));
     p = end;
@@ -196,63 +194,130 @@ static std::vector<uint32_t> parseVisibleDevices(const char* raw) {
   return out;
 }
 
+}  // namespace
+
+bool ConfigSnapshot::flag(const char* name) const {
+  const Setting* s = find(name);
+  return s && s->type == Type::kBool && this->*(s->boolField);
+}
+
+std::optional<int64_t> parseSize(const std::string& text) {
+  if (text.empty() || text[0] < '0' || text[0] > '9') return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0) return std::nullopt;
+  const std::string suffix(end);
+  int shift = 0;
+  if (suffix.empty()) shift = 0;
+  else if (suffix == "K" || suffix == "k" || suffix == "KiB") shift = 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB") shift = 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB") shift = 30;
+  else return std::nullopt;
+  if (v > (INT64_MAX >> shift)) return std::nullopt;
+  return static_cast<int64_t>(v) << shift;
+}
+
+ConfigSnapshot Config::defaults() {
+  ConfigSnapshot v;
+  for (const auto& s : kSettings) applyText(v, s, s.defaultText);
+  return v;
+}
+
+Config::Config() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  loadEnvironmentLocked();
+}
+
+void Config::loadEnvironmentLocked() {
+  values_ = defaults();
+  envErrors_.clear();
+  for (const auto& s : kSettings) {
+    const std::string env = envName(s);
+    const char* raw = std::getenv(env.c_str());
+    if (!raw || !*raw) continue;
+    const std::string err = applyText(values_, s, raw);
+    if (!err.empty())
+      envErrors_.push_back(fmt::format("{}='{}' is ignored: {}; the default {} is kept", env, raw, err,
+                                       *s.defaultText ? s.defaultText : "\"\""));
+  }
+  if (!lockedLibraryPath_.empty()) values_.libraryPath = lockedLibraryPath_;
+}
+
 ConfigSnapshot Config::snapshot() const {
-  std::lock_guard<std::mutex> lock(gMutex);
-  ConfigSnapshot s = gValues;
+  ConfigSnapshot s;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    s = values_;
+  }
   s.visibleDevices = parseVisibleDevices(std::getenv("ASCEND_RT_VISIBLE_DEVICES"));
+  const char* preload = std::getenv("LD_PRELOAD");
+  s.libmsptiPreloaded = preload && std::strstr(preload, "libmspti.so") != nullptr;
   return s;
 }
 
-std::vector<SettingInfo> Config::settings() const {
+std::vector<SettingInfo> Config::settings() {
   std::vector<SettingInfo> out;
-  for (const auto& s : kIntSettings) {
-    std::string range = fmt::format("{}..{}", s.lo, s.hi);
-    if (s.multipleOf > 1) range += fmt::format(", multiple of {}", s.multipleOf);
-    out.push_back({s.name, "int", s.unit, range, s.description});
-  }
-  out.push_back({"drain_order", "choice", "", "auto, disable_first, poll_first",
-                 "order of Disable and FlushAll polling in stop()"});
-  out.push_back({"library_path", "str", "path", "absolute path or empty (search)",
-                 "explicit libmspti.so path; fixed once a library is loaded"});
-  for (const auto& s : kBoolSettings) out.push_back({s.name, "bool", "", "true/false", s.description});
+  for (const auto& s : kSettings)
+    out.push_back(
+        {s.name, envName(s), typeText(s.type), s.unit, rangeText(s), s.defaultText, s.description, s.importOnly});
   return out;
 }
 
 std::optional<std::string> Config::get(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (const IntSetting* s = findInt(name)) return std::to_string(gValues.*(s->field));
-  if (const BoolSetting* s = findBool(name)) return std::string(gValues.*(s->field) ? "true" : "false");
-  if (name == "drain_order") return std::string(kDrainOrderNames[static_cast<int>(gValues.drainOrder)]);
-  if (name == "library_path") return gValues.libraryPath;
-  return std::nullopt;
+  const Setting* s = find(name);
+  if (!s) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return valueText(values_, *s);
 }
 
 std::string Config::setInt(const std::string& name, int64_t value) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  return setIntLocked(name, value);
-}
-
-std::string Config::setBool(const std::string& name, bool value) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  const BoolSetting* s = findBool(name);
-  if (!s) return fmt::format("{}: not a boolean setting", name);
-  gValues.*(s->field) = value;
+  const Setting* s = find(name);
+  if (!s || s->type != Type::kInt) return fmt::format("{}: not an integer setting", name);
+  std::string err = checkInt(*s, value);
+  if (!err.empty()) return err;
+  std::lock_guard<std::mutex> lock(mutex_);
+  values_.*(s->intField) = value;
   return "";
 }
 
-std::string Config::setString(const std::string& name, const std::string& value) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  return setStringLocked(name, value);
+std::string Config::setBool(const std::string& name, bool value) {
+  const Setting* s = find(name);
+  if (!s || s->type != Type::kBool) return fmt::format("{}: not a boolean setting", name);
+  std::lock_guard<std::mutex> lock(mutex_);
+  values_.*(s->boolField) = value;
+  return "";
+}
+
+std::string Config::setText(const std::string& name, const std::string& value) {
+  const Setting* s = find(name);
+  if (!s || (s->type != Type::kChoice && s->type != Type::kPath)) return fmt::format("{}: not a text setting", name);
+  if (s->importOnly)
+    return fmt::format("{}: read when torch_mspti is imported; set {} in the environment before importing torch",
+                       name, envName(*s));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (s->type == Type::kPath && !lockedLibraryPath_.empty() && value != lockedLibraryPath_)
+    return fmt::format(
+        "library_path: cannot change to '{}': MSPTI library '{}' is already loaded and stays loaded for the life of "
+        "the process (MSPTI keeps callbacks and threads); set it before the first profiling session",
+        value, lockedLibraryPath_);
+  return applyText(values_, *s, value);
 }
 
 std::vector<std::string> Config::environmentErrors() const {
-  std::lock_guard<std::mutex> lock(gMutex);
-  return gEnvErrors;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return envErrors_;
 }
 
 void Config::reset() {
-  std::lock_guard<std::mutex> lock(gMutex);
-  loadEnvironment();
+  std::lock_guard<std::mutex> lock(mutex_);
+  loadEnvironmentLocked();
+}
+
+void Config::lockLibraryPath(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  lockedLibraryPath_ = path;
+  values_.libraryPath = path;
 }
 
 }  // namespace torch_mspti

@@ -1,11 +1,15 @@
-// Typed plugin settings, their ranges, and the environment variables that set them.
+// The plugin's settings: one table (Config.cpp kSettings) gives each setting its name, the
+// environment variable that sets it, its type, unit, default, allowed range and description;
+// the snapshot struct, validation, environment parsing, diagnostics, the Python
+// `torch_mspti.config` surface and its docstring all come from that table (the README's settings
+// table is checked against it by tests/test_config.py).
 //
-// Every setting has a name (used by Python, diagnostics and the TORCH_MSPTI_<NAME> environment
-// variable), a type and an allowed range. A profiling session takes an immutable snapshot at
-// configure(); changes apply from the next session. All functions are thread-safe.
+// A profiling session takes an immutable ConfigSnapshot when kineto configures it; changes apply
+// from the next session. Thread-safety: every Config method is thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,67 +18,106 @@ namespace torch_mspti {
 
 // Order of the tail drain in stop(); see DrainPolicy.h for what each does and why.
 enum class DrainOrder : int {
-  kAuto = 0,          // disableFirst when the library pulls device data on Disable, else pollFirst
+  kAuto = 0,          // kDisableFirst when the library pulls device data on Disable, else kPollFirst
   kDisableFirst = 1,  // Disable kinds, then poll FlushAll
   kPollFirst = 2,     // poll FlushAll with the kinds enabled, then Disable
 };
 
+// Which PrivateUse1 profiler serves the NPU lane (TORCH_MSPTI_PROFILER; see Registration.h).
+enum class ProfilerMode : int { kAuto = 0, kMspti = 1, kOff = 2 };
+
+// Values of every setting for one session. Built by Config (never default-constructed with
+// meaningful values: use Config::defaults()).
 struct ConfigSnapshot {
-  int64_t bufferSizeBytes = 8 << 20;  // size of each activity buffer handed to MSPTI
-  int64_t bufferPoolCap = 64;         // buffers outstanding at once; further requests declined
-  int64_t drainPollIntervalMs = 5;    // sleep between FlushAll polls while draining
-  int64_t drainQuietFlushes = 3;      // empty flushes that end a drain when nothing is known pending
-  int64_t drainTimeoutMs = 1000;      // upper bound of the drain
+  int64_t bufferSizeBytes = 0;      // size of each activity buffer handed to MSPTI
+  int64_t bufferPoolCap = 0;        // buffers outstanding at once; further requests declined
+  int64_t drainPollIntervalMs = 0;  // sleep between FlushAll polls while draining
+  int64_t drainQuietFlushes = 0;    // empty flushes that end a drain when nothing is known pending
+  int64_t drainTimeoutMs = 0;       // upper bound of the drain
   DrainOrder drainOrder = DrainOrder::kAuto;
-  std::string libraryPath;  // explicit libmspti path ("" = search)
-  bool enableKernels = true;
-  bool enableExternalCorrelation = true;
-  bool enableApiRecords = true;
+  ProfilerMode profiler = ProfilerMode::kAuto;
+  std::string libraryPath;           // explicit libmspti path ("" = search)
+  bool allowMissingProfapi = false;  // load an explicit library even without libprofapi.so
+  bool synchronizeDevices = false;   // stop() synchronises every PrivateUse1 device first
+  bool enableKernels = false;
+  bool enableExternalCorrelation = false;
+  bool enableApiRecords = false;
   bool enableCommunication = false;
   bool enableMemcpyMemset = false;
-  bool enableMarkers = false;
-  // ASCEND_RT_VISIBLE_DEVICES as a list of physical ids (index = torch's logical device);
-  // empty when unset, meaning logical == physical. Read at every snapshot().
+  // ASCEND_RT_VISIBLE_DEVICES as a list of physical ids (index = torch's logical device); empty
+  // when unset, meaning logical == physical. Read at every snapshot().
   std::vector<uint32_t> visibleDevices;
+  // LD_PRELOAD names libmspti.so (MSPTI 26.x needs that for MEMCPY/MEMSET, mspti.md 5.5). Read
+  // at every snapshot().
+  bool libmsptiPreloaded = false;
+
+  // True when the setting `name` (e.g. "enable_kernels") is a bool that is on.
+  bool flag(const char* name) const;
 };
 
-// One setting as seen from Python/diagnostics.
+// One setting as Python, diagnostics and the documentation see it.
 struct SettingInfo {
   std::string name;         // e.g. "buffer_size"
-  std::string type;         // "int", "bool", "str", "choice"
+  std::string env;          // e.g. "TORCH_MSPTI_BUFFER_SIZE"
+  std::string type;         // "int", "bool", "choice", "path"
   std::string unit;         // "bytes", "ms", "" ...
-  std::string range;        // human-readable allowed range
+  std::string range;        // human-readable allowed values
+  std::string defaultText;  // the default, as text
   std::string description;  // one line
+  bool importOnly = false;  // read once when the package is imported (cannot change later)
 };
 
 class Config {
  public:
-  // The process-wide settings (initialised from the environment on first use).
-  static Config& instance();
+  // Reads the environment (TORCH_MSPTI_* variables).
+  Config();
+  Config(const Config&) = delete;
+  Config& operator=(const Config&) = delete;
+
+  // Every setting at its default (no environment).
+  static ConfigSnapshot defaults();
 
   ConfigSnapshot snapshot() const;
-  std::vector<SettingInfo> settings() const;
+  static std::vector<SettingInfo> settings();
 
-  // Value of one setting rendered as text (ints in decimal, bools "true"/"false").
-  // Returns nullopt for an unknown name.
+  // Value of one setting as text (ints in decimal, bools "true"/"false", choices by name);
+  // nullopt for an unknown name.
   std::optional<std::string> get(const std::string& name) const;
 
-  // Sets one setting from a typed value. Returns "" on success or an error message naming the
-  // field, the value and the allowed range. "library_path" is refused once a library is loaded.
+  // Set one setting. Each returns "" on success or an error naming the setting, the value and
+  // the allowed range. "library_path" is refused once a library is loaded (lockLibraryPath), and
+  // import-only settings are refused always.
   std::string setInt(const std::string& name, int64_t value);
   std::string setBool(const std::string& name, bool value);
-  std::string setString(const std::string& name, const std::string& value);
+  std::string setText(const std::string& name, const std::string& value);
 
-  // Problems found in TORCH_MSPTI_* environment variables (each names the variable, the value and
-  // the allowed range); such a variable is ignored and the default kept.
+  // Problems found in TORCH_MSPTI_* environment variables: each names the variable, the value,
+  // the allowed range and the default kept.
   std::vector<std::string> environmentErrors() const;
 
-  // Restores defaults and re-reads the environment (tests).
+  // Restores the defaults and re-reads the environment. A library path fixed by lockLibraryPath
+  // stays (the library stays loaded).
   void reset();
 
+  // The library at `path` is loaded for the life of the process: library_path now reads `path`
+  // and cannot change.
+  void lockLibraryPath(const std::string& path);
+
+  // For the fork guard: hold the lock across fork().
+  void lockForFork() { mutex_.lock(); }
+  void unlockAfterFork() { mutex_.unlock(); }
+
  private:
-  Config();
-  void loadEnvironment();
+  void loadEnvironmentLocked();
+
+  mutable std::mutex mutex_;
+  ConfigSnapshot values_;
+  std::vector<std::string> envErrors_;
+  std::string lockedLibraryPath_;
 };
+
+// "64M" -> 67108864; also K, G and KiB/MiB/GiB (binary multiples); plain digits as they are.
+// nullopt when `text` is not a non-negative integer with an optional suffix.
+std::optional<int64_t> parseSize(const std::string& text);
 
 }  // namespace torch_mspti

@@ -1,26 +1,26 @@
-// Forwards torch's op ids (kineto push/popCorrelationId) to MSPTI's external-correlation stack.
+// What the plugin does with torch's op ids (kineto's push/popCorrelationId and the user-range
+// variants), on the op's own thread, for every op.
 //
-// kineto calls push/pop on the op's own thread for every op, with no lock, from configure() on
-// (kineto.md 4.1); ranges can straddle start and stop. MSPTI's stack is process-global, not per
-// thread (mspti.md 5.4), so the plugin must never pop an id it did not push there. Each thread
-// keeps a small fixed stack remembering, per push, the arming generation it was forwarded under
-// (0 = not forwarded); a pop reaches MSPTI only for an entry forwarded under the current, still
-// armed generation. disarm() pops whatever is still outstanding so the global stack is left as
-// it was found, and later pops of those entries are ignored.
-// Cost: push/pop take no lock and allocate nothing (thread_local fixed arrays, relaxed atomics).
-//
-// Interval mode (libraries without push/pop, i.e. CANN 8.0.RC3, mspti.md 8): nothing reaches
-// MSPTI; instead each op pop records (op id, start ns, end ns) of a kOps entry into a log owned
-// by the thread (CLOCK_REALTIME, the clock of MSPTI's API records, mspti.md 4). processTrace
-// then links a launch to the innermost op of the API record's thread whose interval contains the
-// API record's start. A thread's log is a chain of fixed chunks (kIntervalChunkSize intervals):
-// the first is allocated at the thread's first recorded op, a further one only when a chunk
-// fills (one allocation per kIntervalChunkSize ops and thread, and only until the thread's
-// busiest session is covered: chunks are reused by later sessions). Writes take no lock: the
-// owner publishes each interval with a release store of its count; the reader (stop(), on the
-// profiler thread) reads up to that count. Logs of exited threads are freed at the next arming.
-// The push/pop path of the normal (forwarding) mode is unchanged apart from one branch on a
-// bit of the generation it already loads.
+// Two jobs:
+//  * forward: push each id onto MSPTI's external-correlation stack (CUSTOM0 for ops, CUSTOM1 for
+//    user ranges) and pop it at the op's end, so MSPTI tags each launch with the op on top — a
+//    hint only: the stack is process-global, not per thread (mspti.md 5.4), so threads interleave
+//    on it. The plugin never pops an id it did not push there; disarm() pops whatever is still
+//    outstanding so the stack is left as it was found, and later pops of those entries are
+//    ignored.
+//  * log: append each pushed id, in order, to a log owned by the pushing thread. At processTrace
+//    kineto resolves each logged id to the op torch recorded (start, end, thread), which tells
+//    which op was open on which thread at any time: what verifies and recovers each link
+//    (LinkResolver.h). No clock is read here.
+// Cost: push/pop take no lock and, in steady state, allocate nothing: thread-local fixed stacks,
+// per-thread atomics; a thread's state is allocated at its first push while armed, and its log
+// grows by one chunk of kLogChunkIds ids when a chunk fills (chunks are kept and reused by later
+// sessions). kineto calls push/pop from configure() on, with no lock (kineto.md 4.1).
+// Per-thread stacks hold kMaxDepth entries; deeper ops are counted (overflow) and not forwarded.
+// The first push of a new session on a thread clears entries of earlier sessions (an op still
+// open across sessions, or a pop that arrived on another thread than its push), so such leaks
+// never accumulate across sessions.
+// Thread-safety: push/pop from any thread; arm/disarm/takeLog from one profiler thread.
 #pragma once
 
 #include <atomic>
@@ -28,70 +28,63 @@
 #include <vector>
 
 #include "MsptiLibrary.h"
+#include "SessionCounters.h"
 
 namespace torch_mspti {
 
-// One op as seen at push/pop on its thread (interval mode).
-struct OpInterval {
+// The ids one thread pushed during a session, in push order (bit kUserRangeBit marks a user range).
+struct ThreadOps {
   uint32_t threadId = 0;  // OS thread id (gettid), as in MSPTI's API records
-  uint64_t opId = 0;      // the id kineto pushed (torch's op correlation id)
-  int64_t start = 0;      // ns since the epoch, CLOCK_REALTIME
-  int64_t end = 0;
+  std::vector<uint64_t> ids;
 };
 
 class CorrelationForwarder {
  public:
   enum Stack : int { kOps = 0, kUser = 1 };  // MSPTI CUSTOM0 / CUSTOM1
   static constexpr int kMaxDepth = 128;
-  static constexpr uint32_t kIntervalChunkSize = 2048;
+  static constexpr uint32_t kLogChunkIds = 4096;
+  static constexpr uint64_t kUserRangeBit = 1ull << 63;
 
-  static CorrelationForwarder& instance();
+  CorrelationForwarder() = default;
+  CorrelationForwarder(const CorrelationForwarder&) = delete;
+  CorrelationForwarder& operator=(const CorrelationForwarder&) = delete;
 
-  // Starts forwarding through `fns` (must have push and pop). Thread-safe w.r.t. push/pop.
-  void arm(const MsptiFunctions* fns);
-  // Stops forwarding and pops what is still outstanding. Returns how many were popped.
+  // Starts a session: log every id, and forward to MSPTI through `fns` when it is non-null (it
+  // must then have push and pop). Returns the session's generation (for takeLog).
+  uint32_t arm(const MsptiFunctions* fns);
+  // Ends the session: stops forwarding and logging, pops what is still on MSPTI's stack. Returns
+  // how many ids it popped.
   uint64_t disarm();
   bool armed() const { return armedGen_.load(std::memory_order_acquire) != 0; }
-  // In a forked child (ForkGuard): stop forwarding and forget what the parent had pushed, with
-  // atomic stores only; MSPTI is never called. Entries still on this thread's stack then belong
-  // to no armed generation, so their pops are ignored.
-  void disarmAfterFork() noexcept;
+  // Stop and forget what is on MSPTI's stack with atomic stores only, never calling MSPTI: in a
+  // forked child (the parent's pushes are not ours to pop there) and at process exit.
+  void abandon() noexcept;
 
-  // Interval mode: records op intervals instead of forwarding (see above). Returns the arming's
-  // generation, to be passed to takeIntervals() after disarm().
-  uint32_t armIntervals();
-  // The intervals recorded under `generation` (call after disarm(), on the arming thread).
-  std::vector<OpInterval> takeIntervals(uint32_t generation) const;
-  // Interval chunks allocated since the process started (each kIntervalChunkSize intervals).
-  uint64_t intervalChunks() const { return intervalChunks_.load(std::memory_order_relaxed); }
+  // The ids logged under `generation` (after disarm(), on the profiler thread).
+  std::vector<ThreadOps> takeLog(uint32_t generation) const;
 
   void push(Stack s, uint64_t id) noexcept;
   void pop(Stack s) noexcept;
 
-  // Counters since the process started (sessions take deltas).
-  uint64_t errors() const { return errors_.load(std::memory_order_relaxed); }
-  uint64_t overflows() const { return overflows_.load(std::memory_order_relaxed); }
-  // Pops whose returned id differed from what this thread pushed: another thread's push was on
-  // top of the process-global stack, so launches in between were tagged with a foreign op.
-  uint64_t interleaved() const { return interleaved_.load(std::memory_order_relaxed); }
+  // Process-wide counters since the process started, as SessionCounters fields (correlation
+  // errors, overflow, interleaved, op log lost, stale stack entries); sessions take differences
+  // (SessionCounters::since). Ops logged are counted from takeLog().
+  SessionCounters counters() const;
+
+  struct ThreadState;  // per-thread stacks, outstanding pushes and log (CorrelationForwarder.cpp)
 
  private:
-  // Takes one outstanding push of stack `s`; false when none is left (disarm() took them).
-  bool claimOutstanding(int s) noexcept;
+  static constexpr uint32_t kForwardBit = 0x80000000u;
+  ThreadState* stateFor(uint32_t gen) noexcept;
+  ThreadState* newState() noexcept;
+  void log(ThreadState& t, uint32_t gen, uint64_t entry) noexcept;
+  void freeDeadStates();
+
   std::atomic<uint32_t> armedGen_{0};
   uint32_t nextGen_ = 1;
   std::atomic<const MsptiFunctions*> fns_{nullptr};
-  std::atomic<int64_t> outstanding_[2] = {0, 0};
-  std::atomic<uint64_t> errors_{0}, overflows_{0}, interleaved_{0};
-  std::atomic<uint64_t> intervalChunks_{0}, intervalsLost_{0};
-
- public:
-  // Intervals not recorded because a chunk could not be allocated (since the process started).
-  uint64_t intervalsLost() const { return intervalsLost_.load(std::memory_order_relaxed); }
-  // Internal (CorrelationForwarder.cpp): bit set in the generation of an interval-mode arming.
-  static constexpr uint32_t kIntervalBit = 0x80000000u;
-  void noteIntervalChunk() { intervalChunks_.fetch_add(1, std::memory_order_relaxed); }
-  void noteIntervalLost() { intervalsLost_.fetch_add(1, std::memory_order_relaxed); }
+  std::atomic<ThreadState*> threads_{nullptr};  // registry: push at head, unlink by the arming thread
+  std::atomic<uint64_t> errors_{0}, overflows_{0}, interleaved_{0}, logLost_{0}, staleEntries_{0};
 };
 
 }  // namespace torch_mspti

@@ -2,11 +2,6 @@
 
 namespace torch_mspti {
 
-CorrelationIds& CorrelationIds::instance() {
-  static CorrelationIds ids;
-  return ids;
-}
-
 int32_t CorrelationIds::next() {
   uint32_t cur = next_.load(std::memory_order_relaxed);
   for (;;) {

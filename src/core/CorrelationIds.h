@@ -4,6 +4,7 @@
 // valid both as GenericTraceActivity::id (int32) and as a flow id (uint32). The counter never
 // resets between sessions, so host-side correlation ids stay unique across profiles; when it
 // runs out it wraps to 2^30 and the wrap is counted.
+// One counter per process (PluginContext); sessions receive it.
 // Thread-safety: lock-free.
 #pragma once
 
@@ -17,15 +18,15 @@ class CorrelationIds {
   static constexpr uint32_t kFirst = 1u << 30;
   static constexpr uint32_t kEnd = 1u << 31;  // exclusive
 
-  static CorrelationIds& instance();
+  // Counts from `first` (in [kFirst, kEnd)).
+  explicit CorrelationIds(uint32_t first = kFirst) : next_(first) {}
+
   // Next id in [kFirst, kEnd).
   int32_t next();
   uint64_t wraps() const { return wraps_.load(std::memory_order_relaxed); }
-  // Tests: continue from `value` (must lie in [kFirst, kEnd)).
-  void resetForTesting(uint32_t value) { next_.store(value); }
 
  private:
-  std::atomic<uint32_t> next_{kFirst};
+  std::atomic<uint32_t> next_;
   std::atomic<uint64_t> wraps_{0};
 };
 

@@ -3,20 +3,28 @@
 #include <chrono>
 #include <thread>
 
+#include "ActivityKinds.h"
+
 namespace torch_mspti {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void disableAll(const DrainInput& in, std::vector<std::string>& errors) {
+int64_t realtimeNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void disableAll(const DrainInput& in, std::vector<std::string>& errors, int64_t& disabledAt) {
+  disabledAt = realtimeNs();
   for (auto kind : in.enabledKinds) {
-    msptiResult r = in.api->disable(kind);
+    const msptiResult r = in.api->disable(kind);
     if (r != MSPTI_SUCCESS) errors.push_back(describeCall("msptiActivityDisable", kindName(kind), r));
   }
 }
 
 void flush(const DrainInput& in, DrainStats& d, std::vector<std::string>& errors) {
-  msptiResult r = in.api->flushAll();
+  const msptiResult r = in.api->flushAll();
   ++d.flushes;
   if (r != MSPTI_SUCCESS && errors.size() < 16) errors.push_back(describeCall("msptiActivityFlushAll", "1", r));
 }
@@ -28,7 +36,7 @@ DrainOrder resolveDrainOrder(DrainOrder configured, bool libraryHasIsEnabled) {
   return libraryHasIsEnabled ? DrainOrder::kDisableFirst : DrainOrder::kPollFirst;
 }
 
-DrainStats drain(const DrainInput& in, std::vector<std::string>& errors) {
+DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t& disabledAt) {
   DrainStats d;
   const auto t0 = Clock::now();
   const DrainOrder order = resolveDrainOrder(in.config.drainOrder, in.api->hasIsEnabled());
@@ -37,20 +45,26 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors) {
   const auto deadline = t0 + std::chrono::milliseconds(in.config.drainTimeoutMs);
   const auto interval = std::chrono::milliseconds(in.config.drainPollIntervalMs);
 
-  if (order == DrainOrder::kDisableFirst) disableAll(in, errors);
+  disabledAt = 0;
+  if (order == DrainOrder::kDisableFirst) disableAll(in, errors, disabledAt);
   int quiet = 0;
   uint64_t seen = in.store->records();
   for (;;) {
     flush(in, d, errors);
     const uint64_t now = in.store->records();
-    if (in.store->knowsLaunches()) {
-      if (in.store->pendingLaunches() == 0) {
-        d.exitReason = "balanced";
-        flush(in, d, errors);  // siblings of multi-kernel launches
-        break;
-      }
-    } else {
-      quiet = now == seen ? quiet + 1 : 0;
+    const bool broughtNothing = now == seen;
+    if (in.store->knowsLaunches() && in.store->pendingLaunches(in.waitFor) == 0) {
+      d.exitReason = "balanced";
+      flush(in, d, errors);  // siblings of multi-kernel launches
+      break;
+    }
+    if (order == DrainOrder::kDisableFirst && broughtNothing) {
+      // Disable already moved the device's data into MSPTI's buffers: nothing more will come.
+      d.exitReason = "quiet";
+      break;
+    }
+    if (!in.store->knowsLaunches()) {
+      quiet = broughtNothing ? quiet + 1 : 0;
       if (quiet >= in.config.drainQuietFlushes) {
         d.exitReason = "quiet";
         break;
@@ -64,17 +78,17 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors) {
     std::this_thread::sleep_for(std::min<Clock::duration>(interval, deadline - Clock::now()));
   }
   if (order == DrainOrder::kPollFirst) {
-    disableAll(in, errors);
+    disableAll(in, errors, disabledAt);
     flush(in, d, errors);
   }
   d.recordsDuringDrain = in.store->records() - before;
 
-  msptiResult r = in.api->unsubscribe(in.subscriber);
+  const msptiResult r = in.api->unsubscribe(in.subscriber);
   if (r != MSPTI_SUCCESS) errors.push_back(describeCall("msptiUnsubscribe", "subscriber", r));
   const uint64_t beforeLate = in.store->records();
   flush(in, d, errors);
   d.lateRecords = in.store->records() - beforeLate;
-  d.pendingLaunches = in.store->pendingLaunches();
+  d.pendingLaunches = in.store->pendingLaunches(in.waitFor);
   d.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return d;
 }

@@ -5,41 +5,52 @@
 #include <atomic>
 #include <mutex>
 
-#include "CorrelationForwarder.h"
-#include "NameTable.h"
-#include "SessionStats.h"
-
 namespace torch_mspti {
 namespace {
 
+constexpr int kMaxParticipants = 8;
+ForkParticipant gParticipants[kMaxParticipants];
+std::atomic<int> gCount{0};
+std::atomic<bool> gLoaded{false};
 std::atomic<bool> gForked{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "the child handler must not take a lock");
 
-// Leaf locks, never held while waiting for another lock: taking them in a fixed order here cannot
-// deadlock, and holding them across fork() means no other thread is inside them at that moment.
+// Participants' locks are leaf locks, never held while waiting for another: taking them in
+// registration order here cannot deadlock, and holding them across fork() means no other thread
+// is inside them at that moment.
 void prepare() {
-  NameTable::instance().lockForFork();
-  StatsRegistry::instance().lockForFork();
+  const int n = gCount.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (gParticipants[i].prepare) gParticipants[i].prepare(gParticipants[i].self);
 }
 
 void parent() {
-  StatsRegistry::instance().unlockAfterFork();
-  NameTable::instance().unlockAfterFork();
+  const int n = gCount.load(std::memory_order_acquire);
+  for (int i = n - 1; i >= 0; --i)
+    if (gParticipants[i].parent) gParticipants[i].parent(gParticipants[i].self);
 }
 
 void child() {
-  gForked.store(true, std::memory_order_relaxed);
-  CorrelationForwarder::instance().disarmAfterFork();
-  StatsRegistry::instance().unlockAfterFork();
-  NameTable::instance().unlockAfterFork();
+  if (gLoaded.load(std::memory_order_relaxed)) gForked.store(true, std::memory_order_relaxed);
+  const int n = gCount.load(std::memory_order_acquire);
+  for (int i = n - 1; i >= 0; --i)
+    if (gParticipants[i].child) gParticipants[i].child(gParticipants[i].self);
 }
 
 }  // namespace
 
-void installForkGuard() {
+void registerForkParticipant(const ForkParticipant& p) {
+  static std::mutex mutex;
   static std::once_flag once;
+  std::lock_guard<std::mutex> lock(mutex);
   std::call_once(once, [] { pthread_atfork(&prepare, &parent, &child); });
+  const int n = gCount.load(std::memory_order_relaxed);
+  if (n >= kMaxParticipants) return;
+  gParticipants[n] = p;
+  gCount.store(n + 1, std::memory_order_release);
 }
+
+void noteMsptiLoaded() { gLoaded.store(true, std::memory_order_relaxed); }
 
 bool forkedFromMsptiParent() noexcept { return gForked.load(std::memory_order_relaxed); }
 

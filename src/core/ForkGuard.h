@@ -2,17 +2,16 @@
 //
 // A forked child has only the thread that called fork(): MSPTI's worker threads (buffer
 // completion, driver readers) do not exist there, and any lock one of them held at the fork stays
-// held for good. Calling MSPTI in the child may therefore hang or lose every record. The guard,
-// installed when the plugin loads MSPTI, makes the child refuse profiling instead:
-//  * prepare/parent: our own locks that MSPTI's threads take inside the buffer callbacks (the
-//    statistics registry and the name table) are held across fork(), so the child gets them
-//    unlocked and consistent;
-//  * child: marks the process (forkedFromMsptiParent() becomes true, for this process and every
-//    process it forks in turn) and disarms the correlation forwarder with atomic stores only, so
-//    the op hooks (push/pop) never call MSPTI again. MsptiLibrary then reports itself unavailable
-//    with kForkedChildReason, so a session started in the child fails cleanly (one warning), and a
+// held for good. Calling MSPTI in the child may therefore hang or lose every record. The guard
+// makes the child refuse profiling instead:
+//  * participants (registerForkParticipant) hold the locks that MSPTI's threads or the plugin take
+//    across fork() (prepare), release them in the parent and reset what the child must not use
+//    (child); ForkGuard itself knows none of them;
+//  * the child is marked: forkedFromMsptiParent() is true there (and in every process it forks in
+//    turn) once MSPTI had been loaded, and the library then reports itself unavailable with
+//    kForkedChildReason, so a session started in the child fails cleanly (one warning) and a
 //    session inherited from the parent stops without calling MSPTI.
-// Thread-safety: installForkGuard() is thread-safe and idempotent; the query is lock-free.
+// Thread-safety: thread-safe; the query is lock-free.
 #pragma once
 
 namespace torch_mspti {
@@ -23,9 +22,18 @@ inline constexpr const char* kForkedChildFix =
     "profile in the parent, or start the worker with the 'spawn' or 'forkserver' multiprocessing method "
     "(torch.utils.data.DataLoader(multiprocessing_context='spawn'))";
 
-// Registers the pthread_atfork handlers (once per process).
-void installForkGuard();
+struct ForkParticipant {
+  void (*prepare)(void* self) = nullptr;  // before fork(), in the forking thread: take locks
+  void (*parent)(void* self) = nullptr;   // after fork(), in the parent: release them
+  void (*child)(void* self) = nullptr;    // after fork(), in the child: release them, reset state
+  void* self = nullptr;
+};
 
+// Adds a participant (at most 8; registered once each, never removed) and installs the
+// pthread_atfork handlers on first use.
+void registerForkParticipant(const ForkParticipant& p);
+// Marks that MSPTI has been loaded in this process: children forked from now on are refused.
+void noteMsptiLoaded();
 // True in a process forked from one that had loaded MSPTI through the plugin.
 bool forkedFromMsptiParent() noexcept;
 

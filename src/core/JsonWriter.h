@@ -1,94 +1,52 @@
-// A minimal streaming JSON writer for the plugin's health report (trace metadata).
-// kineto writes metadata values into the trace verbatim, so the value must be valid JSON.
+// A small streaming JSON writer for the plugin's health report and diagnostics.
+//
+// kineto writes metadata values into the trace verbatim, so what this writes must be valid JSON
+// whatever bytes the strings hold: a file name on a non-UTF-8 file system, a kernel name from the
+// library. Well-formed UTF-8 is kept; every byte that is not part of a well-formed sequence is
+// written as \udcXX (XX = the byte), the surrogateescape convention Python uses for such file
+// names, so json.loads + os.fsencode give the original bytes back.
 // Not thread-safe; one writer per document.
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
-#include <fmt/format.h>
+#include "ReportWriter.h"
 
 namespace torch_mspti {
 
-class JsonWriter {
- public:
-  JsonWriter& beginObject(const char* key = nullptr) { return open(key, '{'); }
-  JsonWriter& endObject() { return close('}'); }
-  JsonWriter& beginArray(const char* key = nullptr) { return open(key, '['); }
-  JsonWriter& endArray() { return close(']'); }
+// Length of the well-formed UTF-8 sequence at p (n bytes available), or 0: no overlong forms,
+// no UTF-16 surrogates, nothing above U+10FFFF (Unicode table 3-7; what Python's strict decoder
+// accepts).
+size_t utf8SequenceLength(const unsigned char* p, size_t n);
+// True when every byte of `s` belongs to a well-formed UTF-8 sequence.
+bool isValidUtf8(std::string_view s);
 
-  JsonWriter& value(const char* key, const std::string& v) {
-    prefix(key);
-    quote(v);
-    return *this;
-  }
-  JsonWriter& value(const char* key, const char* v) { return v ? value(key, std::string(v)) : null(key); }
-  JsonWriter& value(const char* key, bool v) {
-    prefix(key);
-    out_ += v ? "true" : "false";
-    return *this;
-  }
-  JsonWriter& value(const char* key, uint64_t v) {
-    prefix(key);
-    out_ += std::to_string(v);
-    return *this;
-  }
-  JsonWriter& value(const char* key, int64_t v) {
-    prefix(key);
-    out_ += std::to_string(v);
-    return *this;
-  }
-  JsonWriter& value(const char* key, int v) { return value(key, static_cast<int64_t>(v)); }
-  JsonWriter& value(const char* key, double v) {
-    if (!std::isfinite(v)) return null(key);
-    prefix(key);
-    out_ += fmt::format("{}", v);
-    return *this;
-  }
-  JsonWriter& null(const char* key) {
-    prefix(key);
-    out_ += "null";
-    return *this;
-  }
+class JsonWriter final : public ReportWriter {
+ public:
+  using ReportWriter::value;
+  JsonWriter& beginObject(const char* key = nullptr) override { return open(key, '{'); }
+  JsonWriter& endObject() override { return close('}'); }
+  JsonWriter& beginArray(const char* key = nullptr) override { return open(key, '['); }
+  JsonWriter& endArray() override { return close(']'); }
+  JsonWriter& value(const char* key, std::string_view v) override;
+  JsonWriter& value(const char* key, bool v) override;
+  JsonWriter& value(const char* key, uint64_t v) override;
+  JsonWriter& value(const char* key, int64_t v) override;
+  JsonWriter& value(const char* key, double v) override;
+  JsonWriter& null(const char* key) override;
+  JsonWriter& value(const char* key, const std::string& v) { return value(key, std::string_view(v)); }
   const std::string& str() const { return out_; }
 
  private:
-  JsonWriter& open(const char* key, char c) {
-    prefix(key);
-    out_ += c;
-    first_ = true;
-    return *this;
-  }
-  JsonWriter& close(char c) {
-    out_ += c;
-    first_ = false;
-    return *this;
-  }
-  void prefix(const char* key) {
-    if (!first_) out_ += ',';
-    first_ = false;
-    if (key) {
-      quote(key);
-      out_ += ':';
-    }
-  }
-  void quote(const std::string& s) {
-    out_ += '"';
-    for (unsigned char c : s) {
-      switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\r': out_ += "\\r"; break;
-        case '\t': out_ += "\\t"; break;
-        default:
-          if (c < 0x20) out_ += fmt::format("\\u{:04x}", c);
-          else out_ += static_cast<char>(c);
-      }
-    }
-    out_ += '"';
-  }
+  JsonWriter& open(const char* key, char c);
+  JsonWriter& close(char c);
+  void prefix(const char* key);
+  void quote(std::string_view s);
+
   std::string out_;
   bool first_ = true;
 };

@@ -20,16 +20,6 @@ const char* resultName(msptiResult r) {
   }
 }
 
-const char* kindName(msptiActivityKind k) {
-  static const char* const names[] = {"INVALID",       "MARKER",  "KERNEL",
-                                      "API",           "HCCL",    "MEMORY",
-                                      "MEMSET",        "MEMCPY",  "EXTERNAL_CORRELATION",
-                                      "COMMUNICATION", "ACL_API", "NODE_API",
-                                      "RUNTIME_API"};
-  const int i = static_cast<int>(k);
-  return i >= 0 && i < 13 ? names[i] : "UNKNOWN";
-}
-
 std::string describeCall(const char* call, const std::string& arg, msptiResult r) {
   return fmt::format("{}({}) -> {} {}", call, arg, static_cast<int>(r), resultName(r));
 }

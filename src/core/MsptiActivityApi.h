@@ -1,4 +1,5 @@
-// Checked calls into the loaded MSPTI library.
+// Checked calls into the loaded MSPTI library (everything but the per-op push/pop, which
+// CorrelationForwarder makes itself).
 //
 // MSPTI's C API can throw C++ exceptions (its dependency loader throws std::runtime_error when a
 // CANN symbol is missing; mspti.md 2, 6 item 7): every call here catches everything and turns it
@@ -20,7 +21,6 @@ inline constexpr msptiResult kCallThrew = static_cast<msptiResult>(-1);
 inline constexpr msptiResult kCallUnavailable = static_cast<msptiResult>(-2);
 
 const char* resultName(msptiResult r);
-const char* kindName(msptiActivityKind k);
 // "msptiActivityEnable(KERNEL) -> 6 MSPTI_ERROR_WITHOUT_LD_PRELOAD"
 std::string describeCall(const char* call, const std::string& arg, msptiResult r);
 
@@ -36,25 +36,10 @@ class MsptiActivityApi {
   msptiResult flushAll();
   bool hasExternalCorrelation() const { return f_.pushExternalCorrelationId != nullptr; }
   bool hasIsEnabled() const { return f_.isEnabled != nullptr; }
-
-  // Hot path (every op): one indirect call, no allocation, no lock.
-  msptiResult pushExternalCorrelationId(msptiExternalCorrelationKind kind, uint64_t id) noexcept {
-    try {
-      return f_.pushExternalCorrelationId(kind, id);
-    } catch (...) {
-      return kCallThrew;
-    }
-  }
-  msptiResult popExternalCorrelationId(msptiExternalCorrelationKind kind, uint64_t* lastId) noexcept {
-    try {
-      return f_.popExternalCorrelationId(kind, lastId);
-    } catch (...) {
-      return kCallThrew;
-    }
-  }
+  const MsptiFunctions& functions() const { return f_; }
 
  private:
-  const MsptiFunctions& f_;
+  const MsptiFunctions f_;  // a copy: a table of function pointers
 };
 
 }  // namespace torch_mspti

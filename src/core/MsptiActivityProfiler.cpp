@@ -2,22 +2,15 @@
 
 #include <chrono>
 
-#include "Config.h"
-#include "MsptiActivityProfilerSession.h"
-
 namespace torch_mspti {
 
 using libkineto::ActivityType;
 
-PluginStatus& PluginStatus::instance() {
-  static PluginStatus* s = new PluginStatus();
-  return *s;
-}
-
-MsptiActivityProfiler::MsptiActivityProfiler()
-    : available_{ActivityType::CONCURRENT_KERNEL, ActivityType::GPU_MEMCPY, ActivityType::GPU_MEMSET,
+MsptiActivityProfiler::MsptiActivityProfiler(PluginContext& context)
+    : context_(context),
+      available_{ActivityType::CONCURRENT_KERNEL, ActivityType::GPU_MEMCPY, ActivityType::GPU_MEMSET,
                  ActivityType::GPU_USER_ANNOTATION, ActivityType::PRIVATEUSE1_RUNTIME} {
-  PluginStatus::instance().factoryCalled = true;
+  context_.status.factoryCalled = true;
 }
 
 bool MsptiActivityProfiler::wantsDevice(const std::set<ActivityType>& types) {
@@ -30,14 +23,14 @@ bool MsptiActivityProfiler::wantsDevice(const std::set<ActivityType>& types) {
 std::unique_ptr<libkineto::IActivityProfilerSession> MsptiActivityProfiler::configure(
     const std::set<ActivityType>& types, const libkineto::Config& /*config*/) {
   try {
-    PluginStatus& s = PluginStatus::instance();
+    PluginStatus& s = context_.status;
     s.configureCalls.fetch_add(1);
-    s.lastConfigureNs =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
+    s.lastConfigureNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
     if (!wantsDevice(types)) return nullptr;  // CPU-only trace: no MSPTI call, no device event
     s.deviceSessions.fetch_add(1);
-    return std::make_unique<MsptiActivityProfilerSession>(Config::instance().snapshot(), types);
+    return std::make_unique<MsptiActivityProfilerSession>(context_.sessionDeps(), types);
   } catch (...) {
     return nullptr;
   }

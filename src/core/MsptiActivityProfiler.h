@@ -4,21 +4,23 @@
 // every later trace, CPU-only ones included, with the whole set of requested types
 // (kineto.md 1.1-1.2). A session is returned only when a device activity type was requested:
 // PRIVATEUSE1_RUNTIME/DRIVER are also part of torch's CPU set and alone must not arm MSPTI.
-// Thread-safety: configure() runs on the profiler's thread; counters are atomic.
+// Thread-safety: configure() runs on the profiler's thread; the status counters are atomic.
 #pragma once
 
-#include <atomic>
 #include <set>
 #include <string>
 
 #include <IActivityProfiler.h>
 
+#include "PluginContext.h"
+
 namespace torch_mspti {
 
 class MsptiActivityProfiler : public libkineto::IActivityProfiler {
  public:
-  MsptiActivityProfiler();
+  explicit MsptiActivityProfiler(PluginContext& context);
   const std::string& name() const override { return name_; }
+  // What a session can produce (kineto itself does not call this, kineto.md 1.2).
   const std::set<libkineto::ActivityType>& availableActivities() const override { return available_; }
   std::unique_ptr<libkineto::IActivityProfilerSession> configure(const std::set<libkineto::ActivityType>& types,
                                                                  const libkineto::Config& config) override;
@@ -30,17 +32,9 @@ class MsptiActivityProfiler : public libkineto::IActivityProfiler {
   static bool wantsDevice(const std::set<libkineto::ActivityType>& types);
 
  private:
+  PluginContext& context_;
   const std::string name_ = "torch_mspti";
   const std::set<libkineto::ActivityType> available_;
-};
-
-// Process-wide facts about the plugin, for diagnostics.
-struct PluginStatus {
-  std::atomic<bool> factoryCalled{false};   // kineto instantiated our profiler
-  std::atomic<uint64_t> configureCalls{0};  // configure() calls (all traces)
-  std::atomic<uint64_t> deviceSessions{0};  // sessions returned (device types requested)
-  std::atomic<int64_t> lastConfigureNs{0};  // ns since the epoch of the latest configure()
-  static PluginStatus& instance();
 };
 
 }  // namespace torch_mspti

@@ -1,24 +1,24 @@
 #include "MsptiActivityProfilerSession.h"
 
+#include <algorithm>
 #include <chrono>
 
-#include <c10/util/Exception.h>
 #include <fmt/format.h>
+#include <output_base.h>
 
 #include "ActivityBuilder.h"
+#include "ActivityKinds.h"
 #include "DrainPolicy.h"
+#include "ExitGuard.h"
 #include "ForkGuard.h"
 #include "JsonWriter.h"
 #include "MsptiActivityApi.h"
-#include "MsptiLibrary.h"
+#include "OpTimeline.h"
 
 namespace torch_mspti {
 namespace {
 
 using libkineto::ActivityType;
-
-// Highest MSPTI correlation id of earlier sessions: API records at or below it are stale.
-std::atomic<uint64_t> gStaleBelow{0};
 
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -32,51 +32,116 @@ void guard(std::vector<std::string>& errors, const char* where, Fn&& fn) noexcep
   } catch (const std::exception& e) {
     try {
       errors.push_back(fmt::format("{}: {}", where, e.what()));
-    } catch (...) {}
+    } catch (...) {
+    }
   } catch (...) {
     try {
       errors.push_back(fmt::format("{}: unknown exception", where));
-    } catch (...) {}
+    } catch (...) {
+    }
   }
 }
 
+// The kineto activity type whose request makes a device row kind worth collecting.
+bool requested(const std::set<ActivityType>& types, TraceRow row, RecordRole role) {
+  switch (row) {
+    case TraceRow::kKernel: return types.count(ActivityType::CONCURRENT_KERNEL) > 0;
+    case TraceRow::kMemcpy: return types.count(ActivityType::GPU_MEMCPY) > 0;
+    case TraceRow::kMemset: return types.count(ActivityType::GPU_MEMSET) > 0;
+    case TraceRow::kNone: return role == RecordRole::kApi || role == RecordRole::kExternalCorrelation;
+  }
+  return false;
+}
+
+uint32_t waitBit(LaunchClass c) { return 1u << static_cast<int>(c); }
+
 }  // namespace
 
-MsptiActivityProfilerSession::MsptiActivityProfilerSession(ConfigSnapshot config, std::set<ActivityType> types)
-    : config_(std::move(config)), types_(std::move(types)), forwarder_(CorrelationForwarder::instance()) {
+MsptiActivityProfilerSession::MsptiActivityProfilerSession(SessionDeps deps, std::set<ActivityType> types)
+    : deps_(std::move(deps)), types_(std::move(types)), forwarder_(deps_.forwarder) {
+  if (deps_.collectedFlag) deps_.collectedFlag->store(0);
   buffer_ = std::make_unique<libkineto::CpuTraceBuffer>();
   buffer_->gpuOpCount = 0;
-  for (const auto& e : Config::instance().environmentErrors()) errors_.push_back(e);
+  guard(errors_, "configure", [&] { subscribe(); });
 }
 
 MsptiActivityProfilerSession::~MsptiActivityProfilerSession() {
+  if (processExiting()) {
+    // MSPTI and torch may already be torn down: no call into either (ExitGuard.h).
+    if (armed_) forwarder_->abandon();
+    return;
+  }
   guard(errors_, "teardown", [&] {
     if (armed_) collect();
+    if (subscribed_) {
+      MsptiActivityApi(*fns_).unsubscribe(subscriber_);
+      subscribed_ = false;
+    }
     if (!published_) publish(true);
   });
 }
 
-void MsptiActivityProfilerSession::warnOnce(const std::string& cause) {
-  if (warned_) return;
-  warned_ = true;
+void MsptiActivityProfilerSession::warnOnce(const std::string& key, const std::string& message) {
+  if (std::find(warned_.begin(), warned_.end(), key) != warned_.end()) return;
+  warned_.push_back(key);
   try {
-    TORCH_WARN("torch-mspti: the NPU lane of this trace will be empty or incomplete: ", cause,
-               ". Run `torch-mspti doctor` for details.");
-  } catch (...) {}
+    if (deps_.warn) deps_.warn(message);
+  } catch (...) {
+  }
 }
 
 void MsptiActivityProfilerSession::fail(const std::string& message, const std::string& cause) {
   errors_.push_back(message);
-  state_ = "failed";
+  state_ = SessionState::kFailed;
   status_ = libkineto::TraceStatus::ERROR;
-  warnOnce(cause);
+  warnOnce("failed", fmt::format("torch-mspti: the NPU lane of this trace will be empty: {}", cause));
+}
+
+bool MsptiActivityProfilerSession::subscribe() {
+  fns_ = deps_.loadLibrary ? deps_.loadLibrary(deps_.config) : nullptr;
+  if (!fns_) {
+    const LibraryReport r = deps_.libraryReport ? deps_.libraryReport() : LibraryReport{};
+    fail(fmt::format("MSPTI unavailable: {} ({})", r.reason, r.fix), r.reason.empty() ? "no MSPTI library" : r.reason);
+    return false;
+  }
+  const msptiResult r = MsptiActivityApi(*fns_).subscribe(&subscriber_);
+  if (r != MSPTI_SUCCESS) {
+    const std::string call = describeCall("msptiSubscribe", "NULL, NULL", r);
+    if (r == MSPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+      fail(call + ": another tool (msprof, msmonitor, a profiler started earlier) holds the MSPTI subscriber",
+           "the MSPTI subscriber is held by another profiling tool");
+    else fail(call, "msptiSubscribe failed");
+    return false;
+  }
+  subscribed_ = true;
+  return true;
+}
+
+bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
+  const msptiResult res = MsptiActivityApi(*fns_).enable(kind);
+  std::string note;
+  const bool copies = kind == MSPTI_ACTIVITY_KIND_MEMCPY || kind == MSPTI_ACTIVITY_KIND_MEMSET;
+  if (res == MSPTI_ERROR_WITHOUT_LD_PRELOAD || (res == MSPTI_SUCCESS && copies && !deps_.config.libmsptiPreloaded))
+    note = fmt::format(
+        "{} records need libmspti.so in LD_PRELOAD from process start (mspti.md 5.5): run with "
+        "LD_PRELOAD=<CANN>/lib64/libmspti.so",
+        kindName(kind));
+  else if (res == MSPTI_ERROR_INVALID_PARAMETER)
+    note = fmt::format("this MSPTI does not know {} (added in a later generation)", kindName(kind));
+  else if (res != MSPTI_SUCCESS) note = describeCall("msptiActivityEnable", kindName(kind), res);
+  if (deps_.stats) deps_.stats->noteEnable(kind, static_cast<int>(res), note);
+  if (res == MSPTI_SUCCESS) enabledKinds_.push_back(kind);
+  else if (report) errors_.push_back(describeCall("msptiActivityEnable", kindName(kind), res));
+  if (!note.empty() && copies) warnOnce("copies", "torch-mspti: no memory copies in this trace: " + note);
+  return res == MSPTI_SUCCESS;
 }
 
 void MsptiActivityProfilerSession::start() {
   guard(errors_, "start", [&] {
     startNs_ = nowNs();
+    clockAtStart_ = ClockSample::now();
     if (arm()) {
-      state_ = "started";
+      state_ = SessionState::kStarted;
       status_ = libkineto::TraceStatus::RECORDING;
     }
   });
@@ -84,82 +149,42 @@ void MsptiActivityProfilerSession::start() {
 }
 
 bool MsptiActivityProfilerSession::arm() {
-  MsptiLibrary& lib = MsptiLibrary::instance();
-  if (!lib.ensureLoaded()) {
-    LibraryReport r = lib.report();
-    fail(fmt::format("MSPTI unavailable: {} ({})", r.reason, r.fix), r.reason);
-    return false;
-  }
-  MsptiActivityApi api(lib.functions());
-  store_ = std::make_shared<RecordStore>(gStaleBelow.load());
-  MsptiBufferPool& pool = MsptiBufferPool::instance();
-  pool.configure(static_cast<size_t>(config_.bufferSizeBytes), static_cast<size_t>(config_.bufferPoolCap));
-  poolAtStart_ = pool.counters();
-  forwarderErrorsAtStart_ = forwarder_.errors();
-  forwarderOverflowsAtStart_ = forwarder_.overflows();
-  forwarderInterleavedAtStart_ = forwarder_.interleaved();
-
-  // Order matters: Subscribe -> RegisterCallbacks -> Enable (mspti.md 5.6).
-  msptiResult r = api.subscribe(&subscriber_);
+  if (!subscribed_) return false;  // the constructor said why
+  MsptiActivityApi api(*fns_);
+  store_ = std::make_shared<RecordStore>(deps_.staleBelow ? deps_.staleBelow->load() : 0);
+  deps_.pool->configure(static_cast<size_t>(deps_.config.bufferSizeBytes),
+                        static_cast<size_t>(deps_.config.bufferPoolCap));
+  poolAtStart_ = deps_.pool->counters();
+  forwarderAtStart_ = forwarder_->counters();
+  deps_.pool->bindCallbacks();
+  deps_.pool->setSink(store_);
+  // Order: Subscribe (at configure) -> RegisterCallbacks -> Enable (mspti.md 5.6). Registering here,
+  // after every child profiler's configure, also takes the callbacks back from a peer backend that
+  // registered its own in its start() before ours.
+  const msptiResult r = api.registerCallbacks(&MsptiBufferPool::onRequest, &MsptiBufferPool::onComplete);
   if (r != MSPTI_SUCCESS) {
-    const std::string call = describeCall("msptiSubscribe", "NULL, NULL", r);
-    if (r == MSPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-      fail(call + ": another tool (msprof, torch_npu's profiler, msmonitor) holds the MSPTI subscriber",
-           "the MSPTI subscriber is held by another profiling tool");
-    else fail(call, "msptiSubscribe failed");
+    deps_.pool->setSink(nullptr);
+    fail(describeCall("msptiActivityRegisterCallbacks", "request, complete", r), "msptiActivityRegisterCallbacks failed");
     return false;
   }
-  pool.setSink(store_);
-  r = api.registerCallbacks(&MsptiBufferPool::onRequest, &MsptiBufferPool::onComplete);
-  if (r != MSPTI_SUCCESS) {
-    pool.setSink(nullptr);
-    api.unsubscribe(subscriber_);
-    fail(describeCall("msptiActivityRegisterCallbacks", "request, complete", r),
-         "msptiActivityRegisterCallbacks failed");
-    return false;
+  // Device kinds first (the ones requested and switched on), then the kinds that describe launches.
+  bool anyDevice = false;
+  for (const ActivityKindInfo& k : kActivityKinds) {
+    if (k.row == TraceRow::kNone || !*k.setting || !deps_.config.flag(k.setting)) continue;
+    if (!requested(types_, k.row, k.role)) continue;
+    const bool ok = enable(k.kind, /*report=*/k.kind == MSPTI_ACTIVITY_KIND_KERNEL);
+    if (k.kind == MSPTI_ACTIVITY_KIND_KERNEL && !ok)
+      warnOnce("kernels", "torch-mspti: no kernels in this trace: msptiActivityEnable(KERNEL) failed");
+    anyDevice |= ok;
   }
-
-  auto wants = [&](ActivityType t) { return types_.count(t) > 0; };
-  auto enable = [&](msptiActivityKind kind, bool report) {
-    msptiResult res = api.enable(kind);
-    StatsRegistry::instance().noteEnable(kind, static_cast<int>(res));
-    if (res == MSPTI_SUCCESS) {
-      enabledKinds_.push_back(kind);
-      return true;
-    }
-    if (report) errors_.push_back(describeCall("msptiActivityEnable", kindName(kind), res));
-    return false;
-  };
-  bool kernels = false;
-  if (config_.enableKernels && wants(ActivityType::CONCURRENT_KERNEL)) {
-    kernels = enable(MSPTI_ACTIVITY_KIND_KERNEL, true);
-    if (!kernels) warnOnce("msptiActivityEnable(KERNEL) failed");
-  }
-  if (kernels && config_.enableExternalCorrelation && api.hasExternalCorrelation())
-    enable(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, true);
-  if (kernels && config_.enableApiRecords) {
-    // RUNTIME_API from MSPTI 26.0 carries the launch records; older libraries only know API
-    // (mspti.md 3.2, 8). Both carry the launching thread, host time and the launch's id.
-    if (!enable(MSPTI_ACTIVITY_KIND_RUNTIME_API, false)) enable(MSPTI_ACTIVITY_KIND_API, true);
-  }
-  if (config_.enableCommunication && wants(ActivityType::CONCURRENT_KERNEL))
-    enable(MSPTI_ACTIVITY_KIND_COMMUNICATION, true);
-  if (config_.enableMemcpyMemset) {
-    if (wants(ActivityType::GPU_MEMCPY)) enable(MSPTI_ACTIVITY_KIND_MEMCPY, true);
-    if (wants(ActivityType::GPU_MEMSET)) enable(MSPTI_ACTIVITY_KIND_MEMSET, true);
-  }
-  if (config_.enableMarkers && wants(ActivityType::GPU_USER_ANNOTATION)) enable(MSPTI_ACTIVITY_KIND_MARKER, true);
-
-  if (std::find(enabledKinds_.begin(), enabledKinds_.end(), MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) !=
-      enabledKinds_.end())
-    forwarder_.arm(&lib.functions());
-  else if (kernels && config_.enableExternalCorrelation && !api.hasExternalCorrelation() &&
-           (std::find(enabledKinds_.begin(), enabledKinds_.end(), MSPTI_ACTIVITY_KIND_API) != enabledKinds_.end() ||
-            std::find(enabledKinds_.begin(), enabledKinds_.end(), MSPTI_ACTIVITY_KIND_RUNTIME_API) !=
-                enabledKinds_.end()))
-    // No external correlation (CANN 8.0.RC3): link through the API records' thread and host
-    // time against the op intervals the forwarder records instead (mspti.md 8).
-    intervalGen_ = forwarder_.armIntervals();
+  const bool forwarding =
+      anyDevice && deps_.config.enableExternalCorrelation && api.hasExternalCorrelation() &&
+      enable(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, true);
+  // RUNTIME_API from MSPTI 26.0 carries the launch calls; older libraries only know API
+  // (mspti.md 3.2, 8). Both give the calling thread, its host time and the launch's id.
+  if (anyDevice && deps_.config.enableApiRecords && !enable(MSPTI_ACTIVITY_KIND_RUNTIME_API, false))
+    enable(MSPTI_ACTIVITY_KIND_API, true);
+  generation_ = forwarder_->arm(forwarding ? fns_ : nullptr);
   armed_ = true;
   return true;
 }
@@ -176,77 +201,146 @@ void MsptiActivityProfilerSession::collect() {
   stopNs_ = nowNs();
   if (forkedFromMsptiParent()) {
     // Started in the parent, stopped in a forked child: MSPTI's threads and buffers are the
-    // parent's; draining here could hang on a lock held at the fork. The forwarder was disarmed
-    // by the fork handler, the parent's records are not ours: stop without calling MSPTI.
-    // No warning here: this is the parent's session; a session the child starts warns once.
+    // parent's; draining here could hang on a lock held at the fork. Stop without calling MSPTI.
     store_.reset();
+    subscribed_ = false;
     errors_.push_back(fmt::format("session inherited across fork() and stopped in the child without draining: {}",
                                   kForkedChildReason));
-    state_ = "failed";
+    state_ = SessionState::kFailed;
     status_ = libkineto::TraceStatus::ERROR;
     return;
   }
-  counters_.unbalancedAtStop += forwarder_.disarm();
-  if (intervalGen_) intervals_ = forwarder_.takeIntervals(intervalGen_);
-  counters_.opIntervals = intervals_.size();
-  MsptiActivityApi api(MsptiLibrary::instance().functions());
-  DrainInput in{&api, store_.get(), subscriber_, enabledKinds_, config_};
+  DrainStats drain;
+  if (deps_.config.synchronizeDevices && deps_.synchronizeDevices) {
+    // torch.profiler synchronises the current device only; kernels launched in the window on the
+    // others may still be running, and MSPTI 26.1 discards what has not ended when it is disabled.
+    // Only devices this session has seen work on are waited for: touching an idle device would
+    // initialise it (aclrtSetDevice) on a machine with many NPUs.
+    std::vector<int32_t> devices;
+    for (uint32_t physical : store_->devicesSeen())
+      devices.push_back(logicalDevice(physical, deps_.config.visibleDevices));
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!devices.empty()) guard(errors_, "synchronize devices", [&] { deps_.synchronizeDevices(devices); });
+    drain.synchronizeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  counters_.unbalancedAtStop += forwarder_->disarm();
+  opLog_ = forwarder_->takeLog(generation_);
+  for (const ThreadOps& t : opLog_) counters_.opsLogged += t.ids.size();
+
+  MsptiActivityApi api(*fns_);
+  DrainInput in{&api, store_.get(), subscriber_, enabledKinds_, deps_.config, 0};
+  for (auto kind : enabledKinds_) {
+    const LaunchClass c = classOfDeviceKind(kind);
+    if (c != LaunchClass::kNone) in.waitFor |= waitBit(c);
+    if (kind == MSPTI_ACTIVITY_KIND_KERNEL) in.waitFor |= waitBit(LaunchClass::kNone);
+  }
   std::vector<std::string> drainErrors;
-  drain_ = drain(in, drainErrors);
-  MsptiBufferPool& pool = MsptiBufferPool::instance();
-  pool.setSink(nullptr);
+  int64_t disabledAt = 0;
+  const double synchronizeMs = drain.synchronizeMs;
+  drain = torch_mspti::drain(in, drainErrors, disabledAt);
+  drain.synchronizeMs = synchronizeMs;
+  subscribed_ = false;  // the drain unsubscribed
+  drain_ = drain;
+  deps_.pool->setSink(nullptr);
+  store_->seal();
   for (auto& e : drainErrors) errors_.push_back(std::move(e));
 
-  const PoolCounters now = pool.counters();
-  counters_.buffersRequested = now.requested - poolAtStart_.requested;
-  counters_.buffersCompleted = now.completed - poolAtStart_.completed;
-  counters_.buffersDeclined = now.declined - poolAtStart_.declined;
-  counters_.nullCompletions = now.nullCompletions - poolAtStart_.nullCompletions;
-  counters_.correlationErrors = forwarder_.errors() - forwarderErrorsAtStart_;
-  counters_.correlationOverflow = forwarder_.overflows() - forwarderOverflowsAtStart_;
-  counters_.correlationInterleaved = forwarder_.interleaved() - forwarderInterleavedAtStart_;
+  const PoolCounters pool = deps_.pool->counters();
+  counters_.buffersRequested = pool.requested - poolAtStart_.requested;
+  counters_.buffersCompleted = pool.completed - poolAtStart_.completed;
+  counters_.buffersDeclined = pool.declined - poolAtStart_.declined;
+  counters_.nullCompletions = pool.nullCompletions - poolAtStart_.nullCompletions;
+  counters_.foreignBuffers = pool.foreign - poolAtStart_.foreign;
+  counters_.orphanRecords = pool.orphanRecords - poolAtStart_.orphanRecords;
+  counters_.add(forwarder_->counters().since(forwarderAtStart_));
   for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) counters_.recordsByKind[i] = store_->recordsByKind()[i];
   counters_.abandonedBuffers = store_->abandonedBuffers();
   counters_.abandonedBytes = store_->abandonedBytes();
-  uint64_t maxId = store_->maxCorrelationId();
-  uint64_t prev = gStaleBelow.load();
-  while (maxId > prev && !gStaleBelow.compare_exchange_weak(prev, maxId)) {}
-  state_ = "stopped";
+  counters_.afterCollection = store_->afterCollection();
+
+  hostClock_ = HostClock::decide(store_->apis(), clockAtStart_, ClockSample::now());
+  const Window window{startNs_, stopNs_, std::max(stopNs_, disabledAt ? disabledAt : nowNs())};
+  launches_ = LaunchTable::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
+  if (deps_.staleBelow) {
+    const uint64_t maxId = store_->maxCorrelationId();
+    uint64_t prev = deps_.staleBelow->load();
+    while (maxId > prev && !deps_.staleBelow->compare_exchange_weak(prev, maxId)) {
+    }
+  }
+  state_ = SessionState::kStopped;
   status_ = libkineto::TraceStatus::PROCESSING;
+
+  // At most one warning of each kind per session, each naming its cause and fix.
   if (counters_.buffersDeclined > 0)
-    warnOnce(fmt::format("{} MSPTI buffer requests were declined at the pool cap of {} (records lost)",
-                         counters_.buffersDeclined, config_.bufferPoolCap));
-  else if (drain_->exitReason == "timeout")
-    warnOnce(fmt::format("the drain timed out after {} ms with {} launches still pending", config_.drainTimeoutMs,
-                         drain_->pendingLaunches));
+    warnOnce("declined", fmt::format("torch-mspti: {} MSPTI buffer requests were declined at buffer_pool_cap={}; "
+                                     "records were lost (raise buffer_pool_cap or buffer_size)",
+                                     counters_.buffersDeclined, deps_.config.bufferPoolCap));
+  const uint64_t kernelRecords = store_->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL];
+  if (kernelRecords == 0 && drain.pendingLaunches > 0 && store_->knowsLaunches())
+    warnOnce("no-kernels",
+             fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL record: CANN releases before 9.1 "
+                         "deliver kernels only when libmspti.so is preloaded at process start "
+                         "(LD_PRELOAD=<CANN>/lib64/libmspti.so, mspti.md 5.5)",
+                         drain.pendingLaunches));
+  else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0)
+    warnOnce("timeout", fmt::format("torch-mspti: the drain timed out after {} ms with {} launches still without "
+                                    "device records (raise drain_timeout_ms)",
+                                    deps_.config.drainTimeoutMs, drain.pendingLaunches));
+  else if (drain.pendingLaunches > 0)
+    warnOnce("pending", fmt::format("torch-mspti: {} launches of this session never delivered device records "
+                                    "(still running when MSPTI stopped collecting?)",
+                                    drain.pendingLaunches));
+  if (counters_.outOfWindow > 0)
+    warnOnce("window", fmt::format("torch-mspti: {} device records were dropped: their launch lies outside the "
+                                   "profiling window",
+                                   counters_.outOfWindow));
+  if (counters_.staleRecords > 0)
+    warnOnce("stale", fmt::format("torch-mspti: {} records of an earlier session arrived in this one and were dropped",
+                                  counters_.staleRecords));
+  if (hostClock_->kind() == HostClock::Kind::kUntrusted)
+    warnOnce("clock", "torch-mspti: MSPTI's API records are on an unknown host clock: no link could be verified");
 }
 
 std::vector<std::string> MsptiActivityProfilerSession::errors() { return errors_; }
 
 void MsptiActivityProfilerSession::processTrace(libkineto::ActivityLogger& logger) {
-  guard(errors_, "processTrace", [&] { process(logger, nullptr, 0, 0); });
+  guard(errors_, "processTrace", [&] { process(logger, nullptr); });
 }
 
 void MsptiActivityProfilerSession::processTrace(libkineto::ActivityLogger& logger,
                                                 libkineto::getLinkedActivityCallback getLinkedActivity,
-                                                int64_t startTime, int64_t endTime) {
-  guard(errors_, "processTrace", [&] { process(logger, &getLinkedActivity, startTime, endTime); });
+                                                int64_t /*startTime*/, int64_t /*endTime*/) {
+  // The window was applied at stop (LaunchTable: by launch time, on the session's own start and
+  // stop, which kineto's capture window encloses).
+  guard(errors_, "processTrace", [&] { process(logger, &getLinkedActivity); });
 }
 
 void MsptiActivityProfilerSession::process(libkineto::ActivityLogger& logger,
-                                           const libkineto::getLinkedActivityCallback* linked, int64_t startTime,
-                                           int64_t endTime) {
+                                           const libkineto::getLinkedActivityCallback* linked) {
   if (armed_) collect();  // kineto always stops first; be safe if it did not
   if (store_) {
-    BuildInput in{store_.get(), linked, startTime, endTime, config_.visibleDevices, &intervals_};
+    const OpTimeline ops(opLog_, linked, counters_);
+    BuildContext in{&launches_, &ops, deps_.ids, deps_.processId};
     buildActivities(in, *buffer_, lanes_, counters_);
     for (const auto& act : buffer_->activities) logger.handleActivity(*act);
     // getDeviceInfo() names the first device; the others are named here (kineto.md 6, step 6).
     const auto devices = lanes_.devices();
     for (size_t i = 1; i < devices.size(); ++i) logger.handleDeviceInfo(DeviceLanes::deviceInfo(devices[i]), startNs_);
+    if (counters_.deviceRows > 0 && counters_.unlinkedNoOp * 2 > counters_.deviceRows)
+      warnOnce("task-queue",
+               fmt::format("torch-mspti: {} of {} device rows were launched from threads that ran no op (torch_npu's "
+                           "task queue): they are shown on their launch thread's lane and credited to no op; set "
+                           "TASK_QUEUE_ENABLE=0 to get op attribution",
+                           counters_.unlinkedNoOp, counters_.deviceRows));
+    if (counters_.unlinkedAmbiguous > 0)
+      warnOnce("ambiguous", fmt::format("torch-mspti: {} device rows are unlinked: without API records the op of a "
+                                        "launch cannot be verified while several threads run ops (set "
+                                        "enable_api_records=True)",
+                                        counters_.unlinkedAmbiguous));
   }
-  if (state_ != "failed") state_ = "processed";
+  if (state_ != SessionState::kFailed) state_ = SessionState::kProcessed;
   if (status_ != libkineto::TraceStatus::ERROR) status_ = libkineto::TraceStatus::READY;
+  if (deps_.collectedFlag) deps_.collectedFlag->store(state_ == SessionState::kProcessed && store_ ? 1 : 0);
   publish(true);
 }
 
@@ -278,6 +372,15 @@ std::unique_ptr<libkineto::CpuTraceBuffer> MsptiActivityProfilerSession::getTrac
   }
 }
 
+std::string MsptiActivityProfilerSession::getDeviceProperties() {
+  try {
+    if (!deps_.deviceProperties || launches_.devices.empty()) return "";
+    return deps_.deviceProperties(launches_.devices);
+  } catch (...) {
+    return "";
+  }
+}
+
 std::unordered_map<std::string, std::string> MsptiActivityProfilerSession::getMetadata() {
   try {
     return {{"torch_mspti", healthJson()}};
@@ -286,8 +389,20 @@ std::unordered_map<std::string, std::string> MsptiActivityProfilerSession::getMe
   }
 }
 
+SessionReport MsptiActivityProfilerSession::report() const {
+  SessionReport r;
+  r.state = state_;
+  r.errors = errors_;
+  r.warnings = warned_;
+  for (auto k : enabledKinds_) r.enabledKinds.push_back(kindName(k));
+  r.hostClock = hostClock_ ? hostClock_->name() : "";
+  r.counters = counters_;
+  r.drain = drain_;
+  return r;
+}
+
 std::string MsptiActivityProfilerSession::healthJson() const {
-  const LibraryReport lib = MsptiLibrary::instance().report();
+  const LibraryReport lib = deps_.libraryReport ? deps_.libraryReport() : LibraryReport{};
   JsonWriter w;
   w.beginObject();
   w.beginObject("library")
@@ -297,29 +412,22 @@ std::string MsptiActivityProfilerSession::healthJson() const {
       .value("version", lib.version)
       .value("reason", lib.reason)
       .endObject();
-  w.beginArray("enabled_kinds");
-  for (auto k : enabledKinds_) w.value(nullptr, kindName(k));
-  w.endArray();
-  w.value("state", state_);
-  w.beginArray("errors");
-  for (const auto& e : errors_) w.value(nullptr, e);
-  w.endArray();
-  // kineto reads the metadata before processTrace, where kernels are linked and filtered: the
-  // link statistics are not known yet and are left out rather than reported as zero.
-  writeCounters(w, counters_, /*withLinks=*/false);
-  if (drain_) writeDrain(w, *drain_);
-  w.value("link_statistics", "computed after this report; see torch_mspti.diagnostics() or torch-mspti check");
+  // Everything known when the session stopped; the rows and their links are computed after kineto
+  // reads this report: each device row carries its link state in its "link" argument, and
+  // torch_mspti.diagnostics() / `torch-mspti check` count them.
+  writeReport(w, report(), /*tracePhase=*/false);
+  w.value("links", "per device row in args.link; counted by torch_mspti.diagnostics() and torch-mspti check");
   w.endObject();
   return w.str();
 }
 
 void MsptiActivityProfilerSession::publish(bool final) {
   try {
-    if (published_) return;
-    SessionReport r{state_, errors_, counters_, drain_};
-    StatsRegistry::instance().publish(r, final);
+    if (published_ || !deps_.stats) return;
+    deps_.stats->publish(report(), final);
     if (final) published_ = true;
-  } catch (...) {}
+  } catch (...) {
+  }
 }
 
 }  // namespace torch_mspti

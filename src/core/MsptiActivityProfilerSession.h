@@ -1,17 +1,31 @@
-// One kineto profiling session backed by MSPTI: lifecycle only; the work is delegated to
-// MsptiLibrary (loading), MsptiBufferPool (buffers), CorrelationForwarder (op ids),
-// DrainPolicy (stop) and ActivityBuilder (processTrace).
+// One kineto profiling session backed by MSPTI: lifecycle only. The work is done by the parts it
+// is built from (SessionDeps: the test seam; PluginContext builds the real ones):
+//   arm:     MsptiLibrary (function table) -> MsptiActivityApi (subscribe, callbacks, enable)
+//            -> MsptiBufferPool (buffers) -> RecordStore (records + CorrelationLedger);
+//            CorrelationForwarder (op ids: MSPTI hint + per-thread op log)
+//   stop:    device synchronisation -> DrainPolicy -> HostClock -> LaunchTable (window, drops,
+//            repairs) -> health report (getMetadata)
+//   process: OpTimeline (op log + getLinkedActivity) -> LinkResolver -> ActivityBuilder
+//            -> DeviceLanes, getTraceBuffer
 //
 // kineto calls, in order (kineto.md 1.3): constructor (configure) -> push/pop on op threads ->
-// start() -> ... -> stop() -> getMetadata() -> processTrace() -> getDeviceInfo() /
-// getResourceInfos() / getTraceBuffer() -> destructor (before torch reads the trace).
+// start() -> ... -> stop() -> getDeviceProperties()/getMetadata() -> processTrace() ->
+// getDeviceInfo()/getResourceInfos()/getTraceBuffer() -> destructor (before torch reads the trace).
+// The session takes MSPTI's only subscriber when it is constructed, i.e. when kineto configures
+// it: kineto configures every child profiler before it starts any (GenericActivityProfiler::
+// configure -> configureChildProfilers, kineto ce13b132), so a peer backend that subscribes in
+// its start() (torch_npu's built-in one) cannot take the subscriber first, whatever the order of
+// the child profilers.
 // Every override catches everything: nothing is thrown into kineto or torch; failures go to
 // errors() and to the session report (diagnostics, trace metadata).
 // Thread-safety: push/pop run on op threads concurrently with everything else (lock-free); all
 // other methods run on the profiler's thread.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,16 +35,46 @@
 
 #include "Config.h"
 #include "CorrelationForwarder.h"
+#include "CorrelationIds.h"
 #include "DeviceLanes.h"
+#include "HostClock.h"
+#include "LaunchTable.h"
 #include "MsptiBufferPool.h"
+#include "MsptiLibrary.h"
 #include "RecordStore.h"
 #include "SessionStats.h"
 
 namespace torch_mspti {
 
+// What a session is built from. PluginContext::sessionDeps() gives the process's real parts;
+// tests give fakes (a fake MSPTI function table, their own pool, forwarder, stats...).
+struct SessionDeps {
+  ConfigSnapshot config;
+  // Loads MSPTI if needed; returns its function table, or nullptr (then `libraryReport` says why).
+  std::function<const MsptiFunctions*(const ConfigSnapshot&)> loadLibrary;
+  std::function<LibraryReport()> libraryReport;
+  MsptiBufferPool* pool = nullptr;
+  CorrelationForwarder* forwarder = nullptr;
+  StatsRegistry* stats = nullptr;
+  CorrelationIds* ids = nullptr;
+  // Highest MSPTI correlation id seen by finished sessions (records at or below belong to them).
+  std::atomic<uint64_t>* staleBelow = nullptr;
+  // Waits until the given PrivateUse1 devices (logical indices) are idle (may be empty).
+  std::function<void(const std::vector<int32_t>&)> synchronizeDevices;
+  // JSON objects (comma-joined) describing the logical devices given, for "deviceProperties"
+  // (may be empty).
+  std::function<std::string(const std::vector<int32_t>&)> deviceProperties;
+  // Shows one warning to the user (TORCH_WARN in production; may be empty).
+  std::function<void(const std::string&)> warn;
+  // Process id of the host lanes (libkineto::processId() in production).
+  int32_t processId = 0;
+  // Set to 1 when this session collected its trace's device data, 0 when it could not (may be null).
+  std::atomic<int>* collectedFlag = nullptr;
+};
+
 class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession {
  public:
-  MsptiActivityProfilerSession(ConfigSnapshot config, std::set<libkineto::ActivityType> types);
+  MsptiActivityProfilerSession(SessionDeps deps, std::set<libkineto::ActivityType> types);
   ~MsptiActivityProfilerSession() override;
   MsptiActivityProfilerSession(const MsptiActivityProfilerSession&) = delete;
   MsptiActivityProfilerSession& operator=(const MsptiActivityProfilerSession&) = delete;
@@ -44,44 +88,53 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::unique_ptr<libkineto::DeviceInfo> getDeviceInfo() override;
   std::vector<libkineto::ResourceInfo> getResourceInfos() override;
   std::unique_ptr<libkineto::CpuTraceBuffer> getTraceBuffer() override;
+  std::string getDeviceProperties() override;
   std::unordered_map<std::string, std::string> getMetadata() override;
 
   // Hot path: every op, on the op's thread.
-  void pushCorrelationId(uint64_t id) override { forwarder_.push(CorrelationForwarder::kOps, id); }
-  void popCorrelationId() override { forwarder_.pop(CorrelationForwarder::kOps); }
-  void pushUserCorrelationId(uint64_t id) override { forwarder_.push(CorrelationForwarder::kUser, id); }
-  void popUserCorrelationId() override { forwarder_.pop(CorrelationForwarder::kUser); }
+  void pushCorrelationId(uint64_t id) override { forwarder_->push(CorrelationForwarder::kOps, id); }
+  void popCorrelationId() override { forwarder_->pop(CorrelationForwarder::kOps); }
+  void pushUserCorrelationId(uint64_t id) override { forwarder_->push(CorrelationForwarder::kUser, id); }
+  void popUserCorrelationId() override { forwarder_->pop(CorrelationForwarder::kUser); }
 
- private:
-  bool arm();      // start()'s body; false when collection could not start
-  void collect();  // stop()'s body
-  void process(libkineto::ActivityLogger& logger, const libkineto::getLinkedActivityCallback* linked, int64_t startTime,
-               int64_t endTime);
-  void fail(const std::string& message, const std::string& cause);
-  void warnOnce(const std::string& cause);
-  void publish(bool final);
+  // The session's report as it stands (tests; diagnostics get it through StatsRegistry).
+  SessionReport report() const;
+  // The health report kineto puts into the trace (the "torch_mspti" metadata value).
   std::string healthJson() const;
 
-  const ConfigSnapshot config_;
+ private:
+  bool subscribe();  // constructor's body
+  bool arm();        // start()'s body; false when collection could not start
+  void collect();    // stop()'s body
+  void process(libkineto::ActivityLogger& logger, const libkineto::getLinkedActivityCallback* linked);
+  bool enable(msptiActivityKind kind, bool report);
+  void fail(const std::string& message, const std::string& cause);
+  void warnOnce(const std::string& key, const std::string& message);
+  void publish(bool final);
+
+  SessionDeps deps_;
   const std::set<libkineto::ActivityType> types_;
-  CorrelationForwarder& forwarder_;
-  std::string state_ = "configured";
+  CorrelationForwarder* const forwarder_;
+  const MsptiFunctions* fns_ = nullptr;
+  SessionState state_ = SessionState::kConfigured;
   std::vector<std::string> errors_;
-  bool warned_ = false;
+  std::vector<std::string> warned_;  // keys of warnings given
+  bool subscribed_ = false;
   bool armed_ = false;
   bool published_ = false;
   msptiSubscriberHandle subscriber_ = nullptr;
   std::vector<msptiActivityKind> enabledKinds_;
   std::shared_ptr<RecordStore> store_;
   PoolCounters poolAtStart_;
-  uint64_t forwarderErrorsAtStart_ = 0, forwarderOverflowsAtStart_ = 0, forwarderInterleavedAtStart_ = 0;
-  // Interval mode (library without external correlation): the forwarder's generation, and the
-  // op intervals taken from it at stop (CorrelationForwarder.h).
-  uint32_t intervalGen_ = 0;
-  std::vector<OpInterval> intervals_;
+  SessionCounters forwarderAtStart_;
+  uint32_t generation_ = 0;
+  std::vector<ThreadOps> opLog_;
   SessionCounters counters_;
   std::optional<DrainStats> drain_;
+  ClockSample clockAtStart_;
+  std::optional<HostClock> hostClock_;
   int64_t startNs_ = 0, stopNs_ = 0;
+  LaunchTable launches_;
   DeviceLanes lanes_;
   std::unique_ptr<libkineto::CpuTraceBuffer> buffer_;
 };

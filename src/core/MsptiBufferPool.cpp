@@ -1,18 +1,18 @@
 #include "MsptiBufferPool.h"
 
-#include <cstdlib>
-
-#include "SessionStats.h"
+#include "MsptiRecordWalker.h"
 
 namespace torch_mspti {
 namespace {
-// Buffers kept for reuse between sessions; the rest go back to the allocator.
-constexpr size_t kMaxFree = 4;
+std::atomic<MsptiBufferPool*> gBound{nullptr};
 }  // namespace
 
-MsptiBufferPool& MsptiBufferPool::instance() {
-  static MsptiBufferPool* pool = new MsptiBufferPool();  // outlives every MSPTI thread
-  return *pool;
+ActivityBuffer ActivityBuffer::allocate(size_t size) {
+  ActivityBuffer b;
+  // aligned_alloc needs a size that is a multiple of the alignment (8; buffer_size is one).
+  b.data_.reset(static_cast<uint8_t*>(std::aligned_alloc(8, size)));
+  b.size_ = b.data_ ? size : 0;
+  return b;
 }
 
 void MsptiBufferPool::configure(size_t bytes, size_t cap) {
@@ -23,22 +23,32 @@ void MsptiBufferPool::configure(size_t bytes, size_t cap) {
 void MsptiBufferPool::setSink(std::shared_ptr<RecordStore> sink) { sink_.store(std::move(sink)); }
 
 PoolCounters MsptiBufferPool::counters() const {
-  return {requested_.load(), completed_.load(), declined_.load(), nullCompletions_.load()};
+  return {requested_.load(), completed_.load(), declined_.load(), nullCompletions_.load(), foreign_.load(),
+          orphans_.load()};
 }
 
-size_t MsptiBufferPool::pooled() {
-  std::lock_guard<std::mutex> lock(freeMutex_);
+size_t MsptiBufferPool::outstanding() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return outstanding_.size();
+}
+
+size_t MsptiBufferPool::pooled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
   return free_.size();
 }
+
+void MsptiBufferPool::bindCallbacks() { gBound.store(this, std::memory_order_release); }
 
 void MsptiBufferPool::onRequest(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {
   if (maxNumRecords) *maxNumRecords = 0;  // ignored by MSPTI (mspti.md 5.1)
   if (!buffer || !size) return;
-  instance().request(buffer, size);
+  *buffer = nullptr;
+  *size = 0;
+  if (MsptiBufferPool* pool = gBound.load(std::memory_order_acquire)) pool->request(buffer, size);
 }
 
 void MsptiBufferPool::onComplete(uint8_t* buffer, size_t size, size_t validSize) {
-  instance().complete(buffer, size, validSize);
+  if (MsptiBufferPool* pool = gBound.load(std::memory_order_acquire)) pool->complete(buffer, size, validSize);
 }
 
 void MsptiBufferPool::request(uint8_t** buffer, size_t* size) {
@@ -46,42 +56,43 @@ void MsptiBufferPool::request(uint8_t** buffer, size_t* size) {
   *buffer = nullptr;
   *size = 0;
   const size_t want = bytes_.load(std::memory_order_relaxed);
-  if (outstanding_.fetch_add(1, std::memory_order_acq_rel) >= cap_.load(std::memory_order_relaxed)) {
-    outstanding_.fetch_sub(1, std::memory_order_acq_rel);
-    declined_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  uint8_t* p = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(freeMutex_);
+  try {
+    ActivityBuffer b;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (outstanding_.size() >= cap_.load(std::memory_order_relaxed)) {
+      declined_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     for (size_t i = 0; i < free_.size(); ++i) {
-      if (free_[i].second == want) {
-        p = free_[i].first;
-        free_[i] = free_.back();
+      if (free_[i].size() == want) {
+        b = std::move(free_[i]);
+        free_[i] = std::move(free_.back());
         free_.pop_back();
         break;
       }
     }
-  }
-  if (!p) p = static_cast<uint8_t*>(std::aligned_alloc(8, want));
-  if (!p) {
-    outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+    if (!b) b = ActivityBuffer::allocate(want);
+    if (!b) {
+      declined_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    uint8_t* p = b.data();
+    outstanding_.emplace(p, std::move(b));
+    *buffer = p;
+    *size = want;
+  } catch (...) {
+    // Out of memory for the bookkeeping: decline (MSPTI drops records until its next request).
     declined_.fetch_add(1, std::memory_order_relaxed);
-    return;
+    *buffer = nullptr;
+    *size = 0;
   }
-  *buffer = p;
-  *size = want;
 }
 
-void MsptiBufferPool::recycle(uint8_t* buffer, size_t size) {
-  {
-    std::lock_guard<std::mutex> lock(freeMutex_);
-    if (free_.size() < kMaxFree && size == bytes_.load(std::memory_order_relaxed)) {
-      free_.emplace_back(buffer, size);
-      buffer = nullptr;
-    }
-  }
-  std::free(buffer);
+void MsptiBufferPool::recycle(ActivityBuffer buffer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_.size() < kMaxFree && buffer.size() == bytes_.load(std::memory_order_relaxed))
+    free_.push_back(std::move(buffer));
+  // else: freed here, when `buffer` goes out of scope
 }
 
 void MsptiBufferPool::complete(uint8_t* buffer, size_t size, size_t validSize) {
@@ -91,22 +102,32 @@ void MsptiBufferPool::complete(uint8_t* buffer, size_t size, size_t validSize) {
     nullCompletions_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  ActivityBuffer own;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = outstanding_.find(buffer);
+    if (it != outstanding_.end()) {
+      own = std::move(it->second);
+      outstanding_.erase(it);
+    }
+  }
+  if (!own) foreign_.fetch_add(1, std::memory_order_relaxed);
+  // Never read past the buffer: ours by the size we allocated, a foreign one by what MSPTI says.
+  const size_t capacity = own ? own.size() : size;
+  const size_t walkable = validSize <= capacity ? validSize : capacity;
   try {
     thread_local MsptiRecordWalker walker;
     thread_local WalkResult batch;
     batch.clear();
-    walker.walk(buffer, validSize <= size ? validSize : size, batch);
-    if (auto sink = sink_.load()) {
-      sink->append(batch);
-    } else {
-      StatsRegistry::instance().addOrphans(batch.records);
-      batch.clear();
-    }
+    std::shared_ptr<RecordStore> sink = sink_.load();
+    walker.walk(buffer, walkable, sink ? &sink->names() : nullptr, batch);
+    if (sink) sink->append(batch);
+    else orphans_.fetch_add(batch.records, std::memory_order_relaxed);
+    batch.clear();
   } catch (...) {
     // Out of memory while copying: the buffer's records are lost; nothing may escape into MSPTI.
   }
-  outstanding_.fetch_sub(1, std::memory_order_acq_rel);
-  recycle(buffer, size);
+  if (own) recycle(std::move(own));
 }
 
 }  // namespace torch_mspti

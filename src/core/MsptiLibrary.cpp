@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "Config.h"
 #include "ForkGuard.h"
 
 namespace torch_mspti {
@@ -157,11 +156,6 @@ std::string deriveVersion(const MsptiFunctions& f, const std::string& path) {
 
 }  // namespace
 
-MsptiLibrary& MsptiLibrary::instance() {
-  static MsptiLibrary* lib = new MsptiLibrary();  // never destroyed, like the library it holds
-  return *lib;
-}
-
 LibraryReport MsptiLibrary::report() const {
   std::lock_guard<std::mutex> lock(mutex_);
   LibraryReport r = report_;
@@ -187,9 +181,13 @@ bool MsptiLibrary::adoptHandle(void* handle, const std::string& path, const std:
   resolve(handle, "msptiActivityFlushAll", f.flushAll, r, true);
   resolve(handle, "msptiActivityPushExternalCorrelationId", f.pushExternalCorrelationId, r, false);
   resolve(handle, "msptiActivityPopExternalCorrelationId", f.popExternalCorrelationId, r, false);
-  resolve(handle, "msptiActivityFlushPeriod", f.flushPeriod, r, false);
   resolve(handle, "msptiActivityIsEnabled", f.isEnabled, r, false);
-  resolve(handle, "msptiActivityGetNextRecord", f.getNextRecord, r, false);
+  // Reported for the generation table, not used: the plugin walks buffers itself and flushes on
+  // its own schedule (MsptiRecordWalker.h, DrainPolicy.h).
+  for (const char* name : {"msptiActivityFlushPeriod", "msptiActivityGetNextRecord"}) {
+    dlerror();
+    (dlsym(handle, name) ? r.resolved : r.missingOptional).push_back(name);
+  }
   // Push without pop (or the reverse) cannot keep MSPTI's stack balanced: use neither.
   if (!f.pushExternalCorrelationId || !f.popExternalCorrelationId) {
     f.pushExternalCorrelationId = nullptr;
@@ -216,21 +214,24 @@ bool MsptiLibrary::adoptHandle(void* handle, const std::string& path, const std:
   fns_ = f;
   loadedPath_ = path;
   loaded_.store(true, std::memory_order_release);
-  installForkGuard();
+  noteMsptiLoaded();
   return true;
 }
 
-bool MsptiLibrary::tryCandidate(const std::string& path, const std::string& source, bool checkProfapi) {
+bool MsptiLibrary::tryCandidate(const std::string& path, const std::string& source, bool allowMissingProfapi) {
   std::string why = inspectFile(path);
   if (!why.empty()) {
     report_.candidates.push_back({path, source, why == "no such file" ? "skipped" : "rejected", why});
     return false;
   }
-  if (checkProfapi && findProfapi().empty()) {
+  // The simulator needs no CANN; anything else may be a real libmspti, whose static initialiser
+  // terminates the process when libprofapi cannot be loaded (mspti.md 6, item 7).
+  if (!allowMissingProfapi && !elfExportsSymbol(path, "msptiSimGeneration") && findProfapi().empty()) {
     report_.candidates.push_back(
         {path, source, "rejected",
-         "libprofapi.so cannot be found ($ASCEND_HOME_PATH/lib64 or LD_LIBRARY_PATH); loading libmspti without it "
-         "would terminate the process"});
+         "libprofapi.so cannot be found ($ASCEND_HOME_PATH/lib64 or LD_LIBRARY_PATH); loading a real libmspti "
+         "without it would terminate the process (set allow_missing_profapi / TORCH_MSPTI_ALLOW_MISSING_PROFAPI=1 "
+         "to load it anyway, e.g. for an MSPTI implementation that does not need CANN)"});
     return false;
   }
   dlerror();
@@ -244,13 +245,13 @@ bool MsptiLibrary::tryCandidate(const std::string& path, const std::string& sour
   return adoptHandle(handle, path, source);
 }
 
-bool MsptiLibrary::ensureLoaded() {
+bool MsptiLibrary::ensureLoaded(const LoadRequest& request) {
   if (forkedFromMsptiParent()) return false;  // MSPTI's threads did not survive the fork (ForkGuard.h)
   if (loaded()) return true;
   std::lock_guard<std::mutex> lock(mutex_);
   if (loaded()) return true;
-  const std::string explicitPath = Config::instance().snapshot().libraryPath;
-  const std::string key = explicitPath + '\n' + envOr("ASCEND_HOME_PATH") + '\n' + envOr("ASCEND_TOOLKIT_HOME") + '\n' +
+  const std::string& explicitPath = request.explicitPath;
+  const std::string key = explicitPath + (request.allowMissingProfapi ? "\n1\n" : "\n0\n") + envOr("ASCEND_HOME_PATH") + '\n' + envOr("ASCEND_TOOLKIT_HOME") + '\n' +
                           envOr("LD_LIBRARY_PATH");
   if (report_.attempted && key == searchKey_) return false;
   searchKey_ = key;
@@ -262,7 +263,7 @@ bool MsptiLibrary::ensureLoaded() {
       std::string abs = fs::absolute(explicitPath, ec).lexically_normal().string();
       if (ec) abs = explicitPath;
       const bool relative = explicitPath[0] != '/';
-      const bool ok = tryCandidate(abs, "explicit", /*checkProfapi=*/false);
+      const bool ok = tryCandidate(abs, "explicit", request.allowMissingProfapi);
       if (relative && !report_.candidates.empty() && !ec) {
         // Used as given, but resolved once against the current directory: say so.
         std::string& why = report_.candidates.back().reason;
@@ -302,7 +303,7 @@ bool MsptiLibrary::ensureLoaded() {
     roots.emplace_back("/usr/local/Ascend/ascend-toolkit/latest", "default CANN root (before 8.5)");
     for (const auto& [root, source] : roots) {
       for (const char* sub : {"/lib64/", "/tools/mspti/lib64/"}) {
-        if (tryCandidate(root + sub + kLibName, source, /*checkProfapi=*/true)) return true;
+        if (tryCandidate(root + sub + kLibName, source, /*allowMissingProfapi=*/false)) return true;
         if (!report_.reason.empty()) return false;  // loaded but unusable: stop here
       }
     }
@@ -322,7 +323,7 @@ bool MsptiLibrary::ensureLoaded() {
       }
     }
     for (const auto& dir : absoluteLdLibraryPathDirs()) {
-      if (tryCandidate(dir + "/" + kLibName, "LD_LIBRARY_PATH", /*checkProfapi=*/true)) return true;
+      if (tryCandidate(dir + "/" + kLibName, "LD_LIBRARY_PATH", /*allowMissingProfapi=*/false)) return true;
       if (!report_.reason.empty()) return false;
     }
     bool anyRejected = false;
@@ -339,9 +340,36 @@ bool MsptiLibrary::ensureLoaded() {
   return false;
 }
 
-std::string loadedLibraryPath() {
-  // Lock-free on purpose: Config calls this while holding its own lock.
-  return MsptiLibrary::instance().loadedPath();
+bool elfExportsSymbol(const std::string& path, const char* name) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  Elf64_Ehdr eh{};
+  if (!in.read(reinterpret_cast<char*>(&eh), sizeof(eh)) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
+      eh.e_shnum > 4096)
+    return false;
+  std::vector<Elf64_Shdr> sections(eh.e_shnum);
+  in.seekg(static_cast<std::streamoff>(eh.e_shoff));
+  if (!in.read(reinterpret_cast<char*>(sections.data()), static_cast<std::streamsize>(sections.size() * sizeof(Elf64_Shdr))))
+    return false;
+  const std::string wanted(name);
+  for (const Elf64_Shdr& sh : sections) {
+    if (sh.sh_type != SHT_DYNSYM || sh.sh_link >= sections.size() || sh.sh_entsize != sizeof(Elf64_Sym)) continue;
+    const Elf64_Shdr& strtab = sections[sh.sh_link];
+    if (strtab.sh_size > (64u << 20) || sh.sh_size > (64u << 20)) return false;
+    std::string names(strtab.sh_size, '\0');
+    std::vector<Elf64_Sym> syms(sh.sh_size / sizeof(Elf64_Sym));
+    in.seekg(static_cast<std::streamoff>(strtab.sh_offset));
+    if (!in.read(names.data(), static_cast<std::streamsize>(names.size()))) return false;
+    in.seekg(static_cast<std::streamoff>(sh.sh_offset));
+    if (!in.read(reinterpret_cast<char*>(syms.data()), static_cast<std::streamsize>(syms.size() * sizeof(Elf64_Sym))))
+      return false;
+    for (const Elf64_Sym& sym : syms) {
+      if (sym.st_shndx == SHN_UNDEF || sym.st_name >= names.size()) continue;
+      if (std::strncmp(names.data() + sym.st_name, wanted.c_str(), names.size() - sym.st_name) == 0) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace torch_mspti

@@ -8,8 +8,11 @@
 //   4. /usr/local/Ascend/cann, the newest /usr/local/Ascend/cann-<version>,
 //      /usr/local/Ascend/ascend-toolkit/latest (each with lib64 and tools/mspti/lib64);
 //   5. the absolute directories of LD_LIBRARY_PATH (never an empty or relative entry).
-// Candidates from 3-5 are loaded only when libprofapi.so can be found too, because libmspti's
-// static initialiser terminates the process otherwise (mspti.md 6, item 7).
+// Every candidate that is not the torch-mspti simulator (recognised by its exported
+// msptiSimGeneration) is loaded only when libprofapi.so can be found too, because libmspti's
+// static initialiser terminates the process otherwise (mspti.md 6, item 7); an explicit path
+// that fails this check is refused with the reason unless allowMissingProfapi is set.
+// One MsptiLibrary per process (PluginContext): the process has one loaded MSPTI.
 // Thread-safety: all functions are thread-safe; the symbol table is immutable once loaded.
 #pragma once
 
@@ -34,9 +37,13 @@ struct MsptiFunctions {
   // optional (absent from older generations, mspti.md 8)
   msptiResult (*pushExternalCorrelationId)(msptiExternalCorrelationKind, uint64_t) = nullptr;
   msptiResult (*popExternalCorrelationId)(msptiExternalCorrelationKind, uint64_t*) = nullptr;
-  msptiResult (*flushPeriod)(uint32_t) = nullptr;
   bool (*isEnabled)(msptiActivityKind) = nullptr;
-  msptiResult (*getNextRecord)(uint8_t*, size_t, msptiActivity**) = nullptr;
+};
+
+// What a search is asked to do (from the session's ConfigSnapshot).
+struct LoadRequest {
+  std::string explicitPath;          // library_path ("" = search)
+  bool allowMissingProfapi = false;  // allow_missing_profapi
 };
 
 struct LibraryCandidate {
@@ -62,12 +69,14 @@ struct LibraryReport {
 
 class MsptiLibrary {
  public:
-  static MsptiLibrary& instance();
+  MsptiLibrary() = default;
+  MsptiLibrary(const MsptiLibrary&) = delete;
+  MsptiLibrary& operator=(const MsptiLibrary&) = delete;
 
   // Searches and loads once per process (later calls return the cached outcome; a failed search
-  // is retried when the configured path or the environment changed). Never throws. False in a
-  // process forked after the library was loaded (ForkGuard.h); report() then gives that reason.
-  bool ensureLoaded();
+  // is retried when the request or the environment changed). Never throws. False in a process
+  // forked after the library was loaded (ForkGuard.h); report() then gives that reason.
+  bool ensureLoaded(const LoadRequest& request);
   bool loaded() const { return loaded_.load(std::memory_order_acquire); }
   // Valid (and immutable) only when loaded() is true.
   const MsptiFunctions& functions() const { return fns_; }
@@ -79,8 +88,7 @@ class MsptiLibrary {
   LibraryReport report() const;
 
  private:
-  MsptiLibrary() = default;
-  bool tryCandidate(const std::string& path, const std::string& source, bool checkProfapi);
+  bool tryCandidate(const std::string& path, const std::string& source, bool allowMissingProfapi);
   bool adoptHandle(void* handle, const std::string& path, const std::string& source);
 
   mutable std::mutex mutex_;
@@ -91,7 +99,8 @@ class MsptiLibrary {
   std::string searchKey_;  // inputs of the last failed search
 };
 
-// Path of the loaded library, or "" (used by Config to lock library_path).
-std::string loadedLibraryPath();
+// True when the ELF shared library at `path` exports the dynamic symbol `name` (read from the file's
+// .dynsym; nothing is loaded). False for anything that is not a readable 64-bit ELF.
+bool elfExportsSymbol(const std::string& path, const char* name);
 
 }  // namespace torch_mspti

@@ -3,28 +3,12 @@
 #include <cstddef>
 #include <cstring>
 
+#include "ActivityKinds.h"
+
 namespace torch_mspti {
 
-size_t recordSize(uint32_t kind) {
-  switch (kind) {
-    case MSPTI_ACTIVITY_KIND_MARKER: return sizeof(msptiActivityMarker);
-    case MSPTI_ACTIVITY_KIND_KERNEL: return sizeof(msptiActivityKernel);
-    case MSPTI_ACTIVITY_KIND_API:
-    case MSPTI_ACTIVITY_KIND_ACL_API:
-    case MSPTI_ACTIVITY_KIND_NODE_API:
-    case MSPTI_ACTIVITY_KIND_RUNTIME_API: return sizeof(msptiActivityApi);
-    case MSPTI_ACTIVITY_KIND_HCCL: return sizeof(msptiActivityHccl);
-    case MSPTI_ACTIVITY_KIND_MEMORY: return sizeof(msptiActivityMemory);
-    case MSPTI_ACTIVITY_KIND_MEMSET: return sizeof(msptiActivityMemset);
-    case MSPTI_ACTIVITY_KIND_MEMCPY: return sizeof(msptiActivityMemcpy);
-    case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(msptiActivityExternalCorrelation);
-    case MSPTI_ACTIVITY_KIND_COMMUNICATION: return sizeof(msptiActivityCommunication);
-    default: return 0;
-  }
-}
-
 void WalkResult::clear() {
-  kernels.clear();
+  devices.clear();
   apis.clear();
   externals.clear();
   std::memset(recordsByKind, 0, sizeof(recordsByKind));
@@ -36,39 +20,47 @@ void WalkResult::clear() {
 
 namespace {
 
-// Counts the records the walk below will keep and reserves room for them: a completion's batch
-// usually starts empty (MSPTI runs each completion on a new thread, mspti.md 5.2, and the batch is
-// thread_local), and growing vectors of 100k records by doubling copies them about twice over.
-// Stops where the walk would stop.
+// Reserves room for the records the walk will keep: a completion's batch usually starts empty
+// (MSPTI runs each completion on a new thread, mspti.md 5.2), and growing vectors of 100k records
+// by doubling copies them about twice over. Stops where the walk would stop.
 void reserveFor(const uint8_t* buffer, size_t validSize, WalkResult& out) {
-  size_t kernels = 0, apis = 0, externals = 0, pos = 0;
+  size_t devices = 0, apis = 0, externals = 0, pos = 0;
   while (validSize - pos >= sizeof(uint32_t)) {
     uint32_t kind = 0;
     std::memcpy(&kind, buffer + pos, sizeof(kind));
     const size_t size = recordSize(kind);
     if (size == 0 || size > validSize - pos) break;
-    switch (kind) {
-      case MSPTI_ACTIVITY_KIND_KERNEL: ++kernels; break;
-      case MSPTI_ACTIVITY_KIND_API:
-      case MSPTI_ACTIVITY_KIND_ACL_API:
-      case MSPTI_ACTIVITY_KIND_NODE_API:
-      case MSPTI_ACTIVITY_KIND_RUNTIME_API: ++apis; break;
-      case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: ++externals; break;
+    switch (recordRole(kind)) {
+      case RecordRole::kKernel:
+      case RecordRole::kCommunication:
+      case RecordRole::kMemcpy:
+      case RecordRole::kMemset: ++devices; break;
+      case RecordRole::kApi: ++apis; break;
+      case RecordRole::kExternalCorrelation: ++externals; break;
       default: break;
     }
     pos += size;
   }
-  out.kernels.reserve(out.kernels.size() + kernels);
+  out.devices.reserve(out.devices.size() + devices);
   out.apis.reserve(out.apis.size() + apis);
   out.externals.reserve(out.externals.size() + externals);
 }
 
+// Enum fields are read as integers: a buffer may hold any value there, and loading an enum
+// outside its range is undefined behaviour (found by tests/fuzz with UBSan).
+uint32_t rawField(const uint8_t* record, size_t offset) {
+  uint32_t v = 0;
+  std::memcpy(&v, record + offset, sizeof(v));
+  return v;
+}
+
 }  // namespace
 
-void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, WalkResult& out) {
+void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, NameTable* names, WalkResult& out) {
   if (!buffer) return;
-  names_.clear();  // pointers are only known to be stable within one buffer
-  reserveFor(buffer, validSize, out);
+  cache_.clear();  // MSPTI's string pointers are only known to be stable within one buffer
+  if (names) reserveFor(buffer, validSize, out);
+  auto intern = [&](const char* s) { return cache_.lookup(*names, s); };
   size_t pos = 0;
   while (pos < validSize) {
     uint32_t kind = 0;
@@ -86,42 +78,86 @@ void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, WalkResult
       break;
     }
     const uint8_t* p = buffer + pos;
-    // Copy into an aligned local: packed fields (8-byte values at offset 4) are then read safely.
-    switch (kind) {
-      case MSPTI_ACTIVITY_KIND_KERNEL: {
-        msptiActivityKernel k;
-        std::memcpy(&k, p, sizeof(k));
-        KernelRecord& r = out.kernels.emplace_back();
-        r.start = static_cast<int64_t>(k.start);
-        r.end = static_cast<int64_t>(k.end);
-        r.correlationId = k.correlationId;
-        r.deviceId = k.ds.deviceId;
-        r.streamId = k.ds.streamId;
-        r.name = names_.lookup(k.name);
-        r.type = names_.lookup(k.type);
-        break;
+    // Copied into aligned locals: packed fields (8-byte values at offset 4) are then read safely.
+    if (names) {
+      switch (recordRole(kind)) {
+        case RecordRole::kKernel: {
+          msptiActivityKernel k;
+          std::memcpy(&k, p, sizeof(k));
+          DeviceRecord& r = out.devices.emplace_back();
+          r.kind = kind;
+          r.start = static_cast<int64_t>(k.start);
+          r.end = static_cast<int64_t>(k.end);
+          r.correlationId = k.correlationId;
+          r.deviceId = k.ds.deviceId;
+          r.streamId = k.ds.streamId;
+          r.name = intern(k.name);
+          r.detail = intern(k.type);
+          break;
+        }
+        case RecordRole::kCommunication: {
+          msptiActivityCommunication c;
+          std::memcpy(&c, p, sizeof(c));
+          DeviceRecord& r = out.devices.emplace_back();
+          r.kind = kind;
+          r.subkind = rawField(p, offsetof(msptiActivityCommunication, dataType));
+          r.count = c.count;
+          r.start = static_cast<int64_t>(c.start);
+          r.end = static_cast<int64_t>(c.end);
+          r.correlationId = c.correlationId;
+          r.deviceId = c.ds.deviceId;
+          r.streamId = c.ds.streamId;
+          r.name = intern(c.name);
+          r.detail = intern(c.algType);
+          r.group = intern(c.commName);
+          break;
+        }
+        case RecordRole::kMemcpy: {
+          msptiActivityMemcpy m;
+          std::memcpy(&m, p, sizeof(m));
+          DeviceRecord& r = out.devices.emplace_back();
+          r.kind = kind;
+          r.subkind = rawField(p, offsetof(msptiActivityMemcpy, copyKind));
+          r.count = m.bytes;
+          r.start = static_cast<int64_t>(m.start);
+          r.end = static_cast<int64_t>(m.end);
+          r.correlationId = m.correlationId;
+          r.deviceId = m.deviceId;
+          r.streamId = m.streamId;
+          r.isAsync = m.isAsync != 0;
+          break;
+        }
+        case RecordRole::kMemset: {
+          msptiActivityMemset m;
+          std::memcpy(&m, p, sizeof(m));
+          DeviceRecord& r = out.devices.emplace_back();
+          r.kind = kind;
+          r.subkind = m.value;
+          r.count = m.bytes;
+          r.start = static_cast<int64_t>(m.start);
+          r.end = static_cast<int64_t>(m.end);
+          r.correlationId = m.correlationId;
+          r.deviceId = m.deviceId;
+          r.streamId = m.streamId;
+          r.isAsync = m.isAsync != 0;
+          break;
+        }
+        case RecordRole::kApi: {
+          msptiActivityApi a;
+          std::memcpy(&a, p, sizeof(a));
+          out.apis.push_back({static_cast<int64_t>(a.start), static_cast<int64_t>(a.end), a.pt.processId,
+                              a.pt.threadId, a.correlationId, kind, intern(a.name)});
+          break;
+        }
+        case RecordRole::kExternalCorrelation: {
+          msptiActivityExternalCorrelation e;
+          std::memcpy(&e, p, sizeof(e));
+          out.externals.push_back(
+              {rawField(p, offsetof(msptiActivityExternalCorrelation, externalKind)), e.externalId, e.correlationId});
+          break;
+        }
+        default: break;  // sized and counted, not kept
       }
-      case MSPTI_ACTIVITY_KIND_API:
-      case MSPTI_ACTIVITY_KIND_ACL_API:
-      case MSPTI_ACTIVITY_KIND_NODE_API:
-      case MSPTI_ACTIVITY_KIND_RUNTIME_API: {
-        msptiActivityApi a;
-        std::memcpy(&a, p, sizeof(a));
-        out.apis.push_back({static_cast<int64_t>(a.start), static_cast<int64_t>(a.end), a.pt.processId, a.pt.threadId,
-                            a.correlationId, names_.lookup(a.name)});
-        break;
-      }
-      case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-        msptiActivityExternalCorrelation e;
-        std::memcpy(&e, p, sizeof(e));
-        // The kind is read as an integer: a buffer may hold any value there, and loading an enum
-        // outside its range is undefined behaviour (found by tests/fuzz with UBSan).
-        uint32_t externalKind = 0;
-        std::memcpy(&externalKind, p + offsetof(msptiActivityExternalCorrelation, externalKind), sizeof(externalKind));
-        out.externals.push_back({externalKind, e.externalId, e.correlationId});
-        break;
-      }
-      default: break;  // sized and counted, not kept
     }
     ++out.recordsByKind[kind];
     ++out.records;

@@ -1,12 +1,12 @@
 // Walks one completed MSPTI activity buffer and copies out what the plugin keeps.
 //
-// The walk is our own, by a kind -> record size table, rather than msptiActivityGetNextRecord:
-// that function keeps a thread-local cursor, ignores its `record` argument and leaves the cursor
-// stale after an unknown kind (mspti.md 2.3, 6 item 2), so one odd record could corrupt the walk
-// of the next buffer on the same thread. The layout rules are the documented ABI: records lie
-// back to back, each sizeof() of its kind's packed struct (mspti.md 3.1, 11).
-// Nothing is read at or beyond `validSize`: a record that would cross it, or a kind whose size is
-// unknown, abandons the rest of the buffer and counts the bytes.
+// The walk is our own, by the kind table (ActivityKinds.h), rather than
+// msptiActivityGetNextRecord: that function keeps a thread-local cursor, ignores its `record`
+// argument and leaves the cursor stale after an unknown kind (mspti.md 2.3, 6 item 2), so one odd
+// record could corrupt the walk of the next buffer on the same thread. Layout rules are the
+// documented ABI: records lie back to back, each the size of its kind's packed struct
+// (mspti.md 3.1, 11). Nothing is read at or beyond `validSize`: a record that would cross it, or
+// a kind whose size is unknown, abandons the rest of the buffer and counts the bytes.
 // Thread-safety: a walker is used by one thread at a time (one per completion callback).
 #pragma once
 
@@ -21,12 +21,9 @@
 
 namespace torch_mspti {
 
-// Size of a record of `kind`, or 0 when the kind is unknown to this build.
-size_t recordSize(uint32_t kind);
-
 struct WalkResult {
-  std::vector<KernelRecord> kernels;
-  std::vector<ApiRecord> apis;
+  std::vector<DeviceRecord> devices;  // KERNEL, COMMUNICATION, MEMCPY, MEMSET
+  std::vector<ApiRecord> apis;        // API, ACL_API, NODE_API, RUNTIME_API
   std::vector<ExternalCorrelationRecord> externals;
   uint64_t recordsByKind[MSPTI_ACTIVITY_KIND_COUNT] = {};
   uint64_t records = 0;         // records walked (all kinds)
@@ -39,11 +36,12 @@ struct WalkResult {
 
 class MsptiRecordWalker {
  public:
-  // Appends the records of buffer[0, validSize) to `out`. `buffer` may be NULL (then nothing).
-  void walk(const uint8_t* buffer, size_t validSize, WalkResult& out);
+  // Appends the records of buffer[0, validSize) to `out`, interning strings in `names`; with
+  // `names` null the records are only counted. `buffer` may be NULL (then nothing).
+  void walk(const uint8_t* buffer, size_t validSize, NameTable* names, WalkResult& out);
 
  private:
-  NameCache names_;
+  NameCache cache_;
 };
 
 }  // namespace torch_mspti

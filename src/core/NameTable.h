@@ -1,41 +1,47 @@
-// Process-wide interning of kernel names and types.
+// Interned copies of the strings records point at (kernel names, types, API names, communicator
+// names), owned by one session's record store.
 //
-// MSPTI's name/type pointers refer to its own caches; we copy each distinct string once and keep
-// it for the life of the process, so records and activities can share one copy.
-// The copy is made safe for kineto's Chrome JSON writer, which writes names and quoted metadata
-// without escaping them: '"' becomes '\'', '\\' becomes '/', and control characters become
-// spaces (and at most 4096 bytes are read). Every other byte is kept as MSPTI gave it.
-// Thread-safety: intern() takes a lock; call it once per distinct pointer per buffer (see
-// NameCache), not once per record.
+// MSPTI's name/type pointers refer to its own caches (mspti.md 4): each distinct string is copied
+// once and records share the copy. The copy is made safe for kineto's Chrome JSON writer, which
+// writes names and quoted metadata without escaping them, and for torch's strict UTF-8 decoding
+// of names: '"' becomes '\'', '\\' becomes '/', control characters become spaces, bytes that are
+// not well-formed UTF-8 become '?', and at most 4096 bytes are read. A NULL string is "unknown"
+// where a name is expected.
+// Thread-safety: intern() takes a lock (call it once per distinct pointer per buffer; see
+// NameCache); the returned pointers stay valid for the table's life.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
-#include <utility>
+#include <unordered_set>
 #include <vector>
 
 namespace torch_mspti {
 
 class NameTable {
  public:
-  static NameTable& instance();
-  // Returns a stable pointer to a copy of `s` ("unknown" for NULL). Never fails.
+  // A stable pointer to the safe copy of `s` ("unknown" for NULL or empty). Never fails other than
+  // by std::bad_alloc.
   const std::string* intern(const char* s);
   size_t size() const;
-  // ForkGuard: hold the table's lock across fork() (prepare), release it in parent and child.
-  void lockForFork();
-  void unlockAfterFork();
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_set<std::string> names_;  // node-based: addresses survive rehashing
 };
 
+// The JSON- and UTF-8-safe form of `raw` (see NameTable).
+std::string safeName(const char* raw);
+
 // A walker-local cache from MSPTI's string pointers to interned copies: within one buffer a
-// pointer names one string, so the lock is taken once per distinct pointer. An open-addressing
-// table (linear probing, grown at half full), so a model with hundreds of distinct kernel names
-// costs one hash probe per record rather than a scan or a trip through the global table.
+// pointer names one string, so the table's lock is taken once per distinct pointer. Open
+// addressing (linear probing, grown at half full): one probe per record for hundreds of names.
 class NameCache {
  public:
-  const std::string* lookup(const char* p) {
+  const std::string* lookup(NameTable& table, const char* p) {
     if (slots_.empty()) slots_.resize(kInitialSlots);
     const size_t mask = slots_.size() - 1;
     for (size_t i = slot(p, mask);; i = (i + 1) & mask) {
@@ -43,11 +49,12 @@ class NameCache {
       if (!s.value) break;  // empty: not cached yet
       if (s.key == p) return s.value;
     }
-    const std::string* v = NameTable::instance().intern(p);
+    const std::string* v = table.intern(p);
     if ((used_ + 1) * 2 > slots_.size()) grow();
     insert(p, v);
     return v;
   }
+  // Forget every pointer (MSPTI's pointers are known to be stable only within one buffer).
   void clear() {
     if (used_ == 0) return;
     if (slots_.size() > kInitialSlots * 16) slots_.assign(kInitialSlots, Slot{});  // shrink after a name storm

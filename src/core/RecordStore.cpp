@@ -5,42 +5,26 @@
 
 namespace torch_mspti {
 
-namespace {
-constexpr uint8_t kKnown = 1;
-constexpr uint8_t kSeen = 2;
-}  // namespace
-
-void RecordStore::noteLaunch(uint64_t id) {
-  if (id == 0 || id <= staleBelow_) return;
-  knowsLaunches_ = true;
-  uint8_t& s = ledger_[id];
-  if (!(s & kKnown)) {
-    s |= kKnown;
-    if (!(s & kSeen)) ++pending_;
-  }
-}
-
 void RecordStore::append(WalkResult& batch) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& e : batch.externals) {
-    noteLaunch(e.correlationId);
-    maxCorrelationId_ = std::max(maxCorrelationId_, e.correlationId);
+  if (sealed_) {
+    afterCollection_ += batch.records;
+    batch.clear();
+    return;
   }
-  for (const auto& a : batch.apis) noteLaunch(a.correlationId);
-  for (const auto& k : batch.kernels) {
-    maxCorrelationId_ = std::max(maxCorrelationId_, k.correlationId);
-    if (k.correlationId == 0) continue;
-    uint8_t& s = ledger_[k.correlationId];
-    if (!(s & kSeen)) {
-      s |= kSeen;
-      if (s & kKnown) --pending_;
-    }
+  for (const auto& e : batch.externals) ledger_.noteExternal(e);
+  int32_t index = static_cast<int32_t>(apis_.size());
+  for (const auto& a : batch.apis) ledger_.noteApi(a, index++);
+  for (const auto& d : batch.devices) {
+    ledger_.noteDevice(d);
+    if (std::find(devicesSeen_.begin(), devicesSeen_.end(), d.deviceId) == devicesSeen_.end())
+      devicesSeen_.push_back(d.deviceId);
   }
   auto moveAll = [](auto& dst, auto& src) {
     if (dst.empty()) dst.swap(src);  // first batch: take the storage whole
     else dst.insert(dst.end(), std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
   };
-  moveAll(kernels_, batch.kernels);
+  moveAll(devices_, batch.devices);
   moveAll(apis_, batch.apis);
   moveAll(externals_, batch.externals);
   for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) recordsByKind_[i] += batch.recordsByKind[i];
@@ -52,19 +36,34 @@ void RecordStore::append(WalkResult& batch) {
   batch.clear();
 }
 
-uint64_t RecordStore::pendingLaunches() const {
+void RecordStore::seal() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return pending_;
+  sealed_ = true;
+}
+
+uint64_t RecordStore::pendingLaunches(uint32_t waitFor) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ledger_.pending(waitFor);
 }
 
 bool RecordStore::knowsLaunches() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return knowsLaunches_;
+  return ledger_.knowsLaunches();
 }
 
 uint64_t RecordStore::maxCorrelationId() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return maxCorrelationId_;
+  return ledger_.maxCorrelationId();
+}
+
+std::vector<uint32_t> RecordStore::devicesSeen() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return devicesSeen_;
+}
+
+uint64_t RecordStore::afterCollection() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return afterCollection_;
 }
 
 }  // namespace torch_mspti

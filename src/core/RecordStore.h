@@ -1,63 +1,71 @@
-// The records of one profiling session, appended by MSPTI completion threads, plus the launch
-// ledger the drain consults.
+// The records of one profiling session, appended by MSPTI completion threads, with the
+// correlation ledger (CorrelationLedger.h) kept up to date as they arrive, and the session's
+// interned strings.
 //
-// Ledger: a launch (MSPTI correlation id) is "known" once an EXTERNAL_CORRELATION or API record
-// names it, and "satisfied" once one KERNEL record with that id arrived (one launch may cover
-// several kernels; the first satisfies it). pendingLaunches() = known and not satisfied.
-// API records also carry the id of their thread's most recent launch, which may predate the
-// session; ids at or below `staleBelow` (the highest id of earlier sessions) never become pending.
-// Thread-safety: append() and the ledger queries are thread-safe (one lock per buffer, never per
-// record); the record vectors are read only after collection has stopped.
+// Collection ends with seal(): records completed after it (a completion that was still running
+// when a FlushAll failed, or a library that keeps delivering) are counted, not kept, so readers
+// after seal() see a store that no longer changes.
+// Thread-safety: append(), seal() and the ledger queries are thread-safe (one lock per buffer,
+// never per record); the record accessors are valid after seal() only.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
+#include "CorrelationLedger.h"
 #include "MsptiRecordWalker.h"
+#include "NameTable.h"
 #include "NpuRecords.h"
 
 namespace torch_mspti {
 
 class RecordStore {
  public:
-  explicit RecordStore(uint64_t staleBelow) : staleBelow_(staleBelow) {}
+  // Correlation ids at or below `staleBelow` (the highest id earlier sessions saw) are theirs.
+  explicit RecordStore(uint64_t staleBelow) : ledger_(staleBelow) {}
+
+  NameTable& names() { return names_; }
 
   // Moves the batch's records in (the batch is left empty but keeps its capacity).
   void append(WalkResult& batch);
+  // Ends collection; waits for an append in progress.
+  void seal();
 
   uint64_t records() const { return records_.load(std::memory_order_acquire); }
-  uint64_t pendingLaunches() const;
-  bool knowsLaunches() const;  // any external/API record seen, so pendingLaunches() is meaningful
+  // Drain queries (see CorrelationLedger::pending).
+  uint64_t pendingLaunches(uint32_t waitFor) const;
+  bool knowsLaunches() const;
   uint64_t maxCorrelationId() const;
+  // Records that arrived after seal().
+  uint64_t afterCollection() const;
+  // Physical devices named by the device records so far.
+  std::vector<uint32_t> devicesSeen() const;
 
-  // Read after collection stopped (no concurrent append).
-  const std::vector<KernelRecord>& kernels() const { return kernels_; }
+  // Valid after seal().
+  const std::vector<DeviceRecord>& devices() const { return devices_; }
   const std::vector<ApiRecord>& apis() const { return apis_; }
   const std::vector<ExternalCorrelationRecord>& externals() const { return externals_; }
+  const CorrelationLedger& ledger() const { return ledger_; }
   const uint64_t* recordsByKind() const { return recordsByKind_; }
   uint64_t abandonedBuffers() const { return abandonedBuffers_; }
   uint64_t abandonedBytes() const { return abandonedBytes_; }
 
  private:
-  void noteLaunch(uint64_t correlationId);  // caller holds mutex_
-
-  const uint64_t staleBelow_;
+  NameTable names_;
   mutable std::mutex mutex_;
+  bool sealed_ = false;
   std::atomic<uint64_t> records_{0};
-  std::vector<KernelRecord> kernels_;
+  uint64_t afterCollection_ = 0;
+  std::vector<DeviceRecord> devices_;
   std::vector<ApiRecord> apis_;
   std::vector<ExternalCorrelationRecord> externals_;
+  CorrelationLedger ledger_;
   uint64_t recordsByKind_[MSPTI_ACTIVITY_KIND_COUNT] = {};
   uint64_t abandonedBuffers_ = 0;
   uint64_t abandonedBytes_ = 0;
-  // correlation id -> bit 0: launch known, bit 1: kernel seen
-  std::unordered_map<uint64_t, uint8_t> ledger_;
-  uint64_t pending_ = 0;
-  bool knowsLaunches_ = false;
-  uint64_t maxCorrelationId_ = 0;
+  std::vector<uint32_t> devicesSeen_;
 };
 
 }  // namespace torch_mspti

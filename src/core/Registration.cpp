@@ -6,38 +6,55 @@
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
 
 #include "MsptiActivityProfiler.h"
+#include "PeerBackends.h"
+#include "PluginContext.h"
 
 namespace torch_mspti {
 namespace {
 std::mutex gMutex;
-bool gDone = false;
 RegistrationStatus gStatus;
 }  // namespace
 
-RegistrationStatus registerProfiler(RegistrationMode mode) {
+const char* profilerModeName(ProfilerMode m) {
+  switch (m) {
+    case ProfilerMode::kAuto: return "auto";
+    case ProfilerMode::kMspti: return "mspti";
+    case ProfilerMode::kOff: return "off";
+  }
+  return "auto";
+}
+
+RegistrationStatus registerProfiler(PluginContext& context) {
   std::lock_guard<std::mutex> lock(gMutex);
-  if (gDone) return gStatus;
-  gDone = true;
+  if (gStatus.attempted) return gStatus;
+  gStatus.attempted = true;
   auto& registry = torch::profiler::impl::PrivateUse1ProfilerRegistry::instance();
-  gStatus.mode = mode == RegistrationMode::kAuto ? "auto" : mode == RegistrationMode::kMspti ? "mspti" : "off";
-  gStatus.otherProfiler = registry.hasFactory();
-  if (mode == RegistrationMode::kOff) {
-    gStatus.message = "torch-mspti: not registered (TORCH_MSPTI_PROFILER=off)";
+  gStatus.mode = context.config.snapshot().profiler;
+  gStatus.otherFactory = registry.hasFactory();
+  const PeerBackend peer = detectPeerBackend();
+  if (gStatus.mode == ProfilerMode::kOff) {
+    gStatus.message = peer.present ? "torch-mspti: not registered (TORCH_MSPTI_PROFILER=off); " + peer.description +
+                                         " serves the NPU lane"
+                                   : "torch-mspti: not registered (TORCH_MSPTI_PROFILER=off)";
     return gStatus;
   }
-  if (mode == RegistrationMode::kAuto && gStatus.otherProfiler) {
+  if (gStatus.mode == ProfilerMode::kAuto && gStatus.otherFactory && !peer.present) {
     gStatus.message =
-        "torch-mspti: another PrivateUse1 profiler is already registered (e.g. torch_npu's) and serves PrivateUse1 "
-        "traces; set TORCH_MSPTI_PROFILER=mspti to use torch-mspti instead";
+        "torch-mspti: another PrivateUse1 profiler is already registered and serves PrivateUse1 traces; set "
+        "TORCH_MSPTI_PROFILER=mspti to use torch-mspti instead";
     return gStatus;
   }
-  registry.registerFactory(
-      []() -> std::unique_ptr<libkineto::IActivityProfiler> { return std::make_unique<MsptiActivityProfiler>(); });
+  PluginContext* ctx = &context;
+  registry.registerFactory([ctx]() -> std::unique_ptr<libkineto::IActivityProfiler> {
+    return std::make_unique<MsptiActivityProfiler>(*ctx);
+  });
   gStatus.registered = true;
-  gStatus.message =
-      gStatus.otherProfiler
-          ? "torch-mspti: replaced the PrivateUse1 profiler registered before it (TORCH_MSPTI_PROFILER=mspti)"
-          : "torch-mspti: serves PrivateUse1 traces";
+  if (peer.present)
+    gStatus.message = "torch-mspti: serves the NPU lane; " + peer.description + " is loaded and kept quiet";
+  else if (gStatus.otherFactory)
+    gStatus.message = "torch-mspti: replaced the PrivateUse1 profiler registered before it (TORCH_MSPTI_PROFILER=" +
+                      std::string(profilerModeName(gStatus.mode)) + ")";
+  else gStatus.message = "torch-mspti: serves PrivateUse1 traces";
   return gStatus;
 }
 
@@ -49,38 +66,5 @@ RegistrationStatus registrationStatus() {
 }
 
 std::string privateUse1BackendName() { return c10::get_privateuse1_backend(); }
-
-namespace {
-// Stands in for another vendor's PrivateUse1 profiler: configured, never collects.
-class ForeignProfiler : public libkineto::IActivityProfiler {
- public:
-  const std::string& name() const override { return name_; }
-  const std::set<libkineto::ActivityType>& availableActivities() const override { return types_; }
-  std::unique_ptr<libkineto::IActivityProfilerSession> configure(const std::set<libkineto::ActivityType>&,
-                                                                 const libkineto::Config&) override {
-    return nullptr;
-  }
-  std::unique_ptr<libkineto::IActivityProfilerSession> configure(int64_t, int64_t,
-                                                                 const std::set<libkineto::ActivityType>&,
-                                                                 const libkineto::Config&) override {
-    return nullptr;
-  }
-
- private:
-  const std::string name_ = "foreign_for_testing";
-  const std::set<libkineto::ActivityType> types_;
-};
-}  // namespace
-
-void registerForeignProfilerForTesting() {
-  torch::profiler::impl::PrivateUse1ProfilerRegistry::instance().registerFactory(
-      []() -> std::unique_ptr<libkineto::IActivityProfiler> { return std::make_unique<ForeignProfiler>(); });
-}
-
-void resetRegistrationForTesting() {
-  std::lock_guard<std::mutex> lock(gMutex);
-  gDone = false;
-  gStatus = RegistrationStatus{};
-}
 
 }  // namespace torch_mspti

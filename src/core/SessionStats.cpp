@@ -1,45 +1,21 @@
 #include "SessionStats.h"
 
+#include <cstring>
+
+#include "ActivityKinds.h"
 #include "JsonWriter.h"
-#include "MsptiActivityApi.h"
 
 namespace torch_mspti {
 
-void SessionCounters::add(const SessionCounters& o) {
-  for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) recordsByKind[i] += o.recordsByKind[i];
-  kernels += o.kernels;
-  linkedKernels += o.linkedKernels;
-  unlinkedKernels += o.unlinkedKernels;
-  outOfWindow += o.outOfWindow;
-  invalidTiming += o.invalidTiming;
-  duplicates += o.duplicates;
-  mislinksRejected += o.mislinksRejected;
-  apiTimeUntrusted += o.apiTimeUntrusted;
-  linkTargetMissing += o.linkTargetMissing;
-  buffersRequested += o.buffersRequested;
-  buffersCompleted += o.buffersCompleted;
-  buffersDeclined += o.buffersDeclined;
-  nullCompletions += o.nullCompletions;
-  abandonedBuffers += o.abandonedBuffers;
-  abandonedBytes += o.abandonedBytes;
-  orphanRecords += o.orphanRecords;
-  correlationErrors += o.correlationErrors;
-  correlationOverflow += o.correlationOverflow;
-  unbalancedAtStop += o.unbalancedAtStop;
-  correlationInterleaved += o.correlationInterleaved;
-  opIntervals += o.opIntervals;
-  linkedByOpInterval += o.linkedByOpInterval;
-}
-
-uint64_t SessionCounters::records() const {
-  uint64_t n = 0;
-  for (uint64_t v : recordsByKind) n += v;
-  return n;
-}
-
-StatsRegistry& StatsRegistry::instance() {
-  static StatsRegistry* r = new StatsRegistry();
-  return *r;
+const char* sessionStateName(SessionState s) {
+  switch (s) {
+    case SessionState::kConfigured: return "configured";
+    case SessionState::kStarted: return "started";
+    case SessionState::kStopped: return "stopped";
+    case SessionState::kProcessed: return "processed";
+    case SessionState::kFailed: return "failed";
+  }
+  return "failed";
 }
 
 void StatsRegistry::publish(const SessionReport& report, bool final) {
@@ -66,90 +42,92 @@ uint64_t StatsRegistry::sessions() const {
   return sessions_;
 }
 
-void StatsRegistry::addOrphans(uint64_t records) {
+void StatsRegistry::noteEnable(int kind, int result, std::string note) {
   std::lock_guard<std::mutex> lock(mutex_);
-  totals_.orphanRecords += records;
+  if (kind > 0 && kind < MSPTI_ACTIVITY_KIND_COUNT) enables_[static_cast<size_t>(kind)] = {result, std::move(note)};
 }
 
-void StatsRegistry::noteEnable(int kind, int result) {
+std::vector<EnableOutcome> StatsRegistry::enableOutcomes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (kind > 0 && kind < MSPTI_ACTIVITY_KIND_COUNT) enableResults_[kind] = result;
+  return enables_;
 }
 
-std::vector<int> StatsRegistry::enableResults() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return enableResults_;
-}
-
-void writeCounters(JsonWriter& w, const SessionCounters& c, bool withLinks) {
+void writeCounters(ReportWriter& w, const SessionCounters& c, bool tracePhase) {
   w.beginObject("records_by_kind");
   for (int i = 1; i < MSPTI_ACTIVITY_KIND_COUNT; ++i)
-    if (c.recordsByKind[i]) w.value(kindName(static_cast<msptiActivityKind>(i)), c.recordsByKind[i]);
+    if (c.recordsByKind[i]) w.value(kindName(static_cast<uint32_t>(i)), c.recordsByKind[i]);
   w.endObject();
   w.value("records", c.records());
-  if (withLinks) {
-    w.value("kernels", c.kernels).value("linked_kernels", c.linkedKernels);
-    if (c.kernels) w.value("link_ratio", static_cast<double>(c.linkedKernels) / static_cast<double>(c.kernels));
-    else w.null("link_ratio");
-    w.value("unlinked_kernels", c.unlinkedKernels)
-        .value("out_of_window", c.outOfWindow)
-        .value("invalid_timing", c.invalidTiming)
-        .value("duplicates", c.duplicates)
-        .value("mislinks_rejected", c.mislinksRejected)
-        .value("api_time_untrusted", c.apiTimeUntrusted)
-        .value("link_target_missing", c.linkTargetMissing)
-        .value("linked_by_op_interval", c.linkedByOpInterval)
-        .value("records_dropped", c.outOfWindow + c.invalidTiming + c.duplicates);
+  const char* open = nullptr;
+  for (int i = 0; i < kCounterCount; ++i) {
+    const CounterInfo& info = kCounterInfo[i];
+    if (info.phase == CounterPhase::kTrace && !tracePhase) continue;
+    if (!open || std::strcmp(open, info.group) != 0) {
+      if (open) w.endObject();
+      w.beginObject(info.group);
+      open = info.group;
+    }
+    w.value(info.key, c.*(info.field));
   }
-  w.beginObject("buffers")
-      .value("requested", c.buffersRequested)
-      .value("completed", c.buffersCompleted)
-      .value("declined", c.buffersDeclined)
-      .value("null_completions", c.nullCompletions)
-      .value("abandoned", c.abandonedBuffers)
-      .value("abandoned_bytes", c.abandonedBytes)
-      .endObject();
-  w.value("orphan_records", c.orphanRecords)
-      .value("correlation_errors", c.correlationErrors)
-      .value("correlation_overflow", c.correlationOverflow)
-      .value("unbalanced_at_stop", c.unbalancedAtStop)
-      .value("correlation_interleaved", c.correlationInterleaved)
-      .value("op_intervals", c.opIntervals);
+  if (open) w.endObject();
+  if (tracePhase) {
+    w.value("linked_rows", c.linkedRows());
+    if (c.deviceRows) w.value("link_ratio", static_cast<double>(c.linkedRows()) / static_cast<double>(c.deviceRows));
+    else w.null("link_ratio");
+  }
 }
 
-void writeDrain(JsonWriter& w, const DrainStats& d) {
+void writeDrain(ReportWriter& w, const DrainStats& d) {
   w.beginObject("drain")
       .value("order", d.order)
       .value("exit_reason", d.exitReason)
       .value("flushes", d.flushes)
       .value("ms", d.ms)
+      .value("synchronize_ms", d.synchronizeMs)
       .value("records_during_drain", d.recordsDuringDrain)
       .value("pending_launches", d.pendingLaunches)
       .value("late_records", d.lateRecords)
       .endObject();
 }
 
-std::string sessionReportJson() {
-  StatsRegistry& reg = StatsRegistry::instance();
-  const auto last = reg.last();
-  JsonWriter w;
+void writeReport(ReportWriter& w, const SessionReport& r, bool tracePhase) {
+  w.value("state", sessionStateName(r.state));
+  w.beginArray("errors");
+  for (const auto& e : r.errors) w.value(nullptr, e);
+  w.endArray();
+  w.beginArray("warnings");
+  for (const auto& e : r.warnings) w.value(nullptr, e);
+  w.endArray();
+  w.beginArray("enabled_kinds");
+  for (const auto& k : r.enabledKinds) w.value(nullptr, k);
+  w.endArray();
+  if (r.hostClock.empty()) w.null("host_clock");
+  else w.value("host_clock", r.hostClock);
+  writeCounters(w, r.counters, tracePhase);
+  if (r.drain) writeDrain(w, *r.drain);
+  else w.null("drain");
+}
+
+void writeSessions(ReportWriter& w, const StatsRegistry& stats) {
+  const auto last = stats.last();
   w.beginObject();
   if (!last) {
     w.null("last_session");
   } else {
-    w.beginObject("last_session").value("state", last->state);
-    w.beginArray("errors");
-    for (const auto& e : last->errors) w.value(nullptr, e);
-    w.endArray();
-    writeCounters(w, last->counters);
-    if (last->drain) writeDrain(w, *last->drain);
-    else w.null("drain");
+    w.beginObject("last_session");
+    writeReport(w, *last, /*tracePhase=*/true);
     w.endObject();
   }
   w.beginObject("totals");
-  writeCounters(w, reg.totals());
+  writeCounters(w, stats.totals(), /*tracePhase=*/true);
   w.endObject();
+  w.value("sessions", stats.sessions());
   w.endObject();
+}
+
+std::string sessionReportJson(const StatsRegistry& stats) {
+  JsonWriter w;
+  writeSessions(w, stats);
   return w.str();
 }
 

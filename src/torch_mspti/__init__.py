@@ -10,9 +10,9 @@ libmspti.so is found and loaded lazily, when the first device profiling session 
 ``diagnostics()`` / ``torch-mspti doctor`` asks). A missing library gives a CPU-only trace, one
 warning, and a reason in ``diagnostics()``.
 
-Environment: ``TORCH_MSPTI_PROFILER=auto|mspti|off`` (registration, see README),
-``TORCH_MSPTI_LIBRARY`` (explicit libmspti path) and the ``TORCH_MSPTI_<SETTING>`` variables of
-:data:`config`.
+Environment: the ``TORCH_MSPTI_<SETTING>`` variables of :data:`config` (``TORCH_MSPTI_PROFILER``
+decides registration, ``TORCH_MSPTI_LIBRARY`` an explicit libmspti path); bad values are reported
+by one warning at import and by :func:`config.environment_errors`.
 """
 
 from __future__ import annotations
@@ -32,14 +32,24 @@ except ImportError as _exc:  # a source checkout without a build
 
 _torch_version.check_torch_version(_build_info.TORCH_VERSION, _torch.__version__)
 
-from . import _C  # noqa: E402
-from ._paths import simulator_library  # noqa: E402
+import atexit as _atexit  # noqa: E402
+
+from . import _C, _device_properties  # noqa: E402
+from ._paths import simulator_generations, simulator_library  # noqa: E402
 from .config import config  # noqa: E402
 from .diagnostics import Diagnostics, diagnostics  # noqa: E402
 
 __version__ = _C.__version__
 
-__all__ = ["config", "diagnostics", "Diagnostics", "use_library", "simulator_library", "registration_message"]
+__all__ = [
+    "config",
+    "diagnostics",
+    "Diagnostics",
+    "use_library",
+    "simulator_library",
+    "simulator_generations",
+    "registration_message",
+]
 
 
 def use_library(path: str | _os.PathLike[str]) -> None:
@@ -64,27 +74,21 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'torch_mspti' has no attribute {name!r}")
 
 
-def _register() -> str:
-    mode = _os.environ.get("TORCH_MSPTI_PROFILER", "auto").strip().lower() or "auto"
-    if mode not in ("auto", "mspti", "off"):
+def _warn_environment_errors() -> None:
+    # Bad TORCH_MSPTI_* values are ignored (the default is kept): say so once, at import.
+    errors = config.environment_errors()
+    if errors:
         import warnings
 
-        warnings.warn(
-            f"TORCH_MSPTI_PROFILER={mode!r} is not allowed (use auto, mspti or off); using 'auto'",
-            stacklevel=3,
-        )
-        mode = "auto"
-    return _C.register_profiler(mode)
-
-
-#: One line saying which profiler serves PrivateUse1 traces in this process.
-registration_message: str = _register()
+        warnings.warn("torch-mspti: " + "; ".join(errors), RuntimeWarning, stacklevel=3)
 
 
 def _announce() -> None:
     # Said once per process: a warning when another PrivateUse1 profiler is involved (ours
-    # replaced it, or it keeps serving), otherwise an INFO log record.
-    if _C.plugin_report()["other_profiler"]:
+    # replaced it, it keeps serving, or torch_npu's built-in backend is loaded), otherwise an INFO
+    # log record.
+    report = _C.plugin_report()
+    if report["other_factory"] or report["other_profiler"]:
         import warnings
 
         warnings.warn(registration_message, stacklevel=3)
@@ -94,4 +98,9 @@ def _announce() -> None:
         logging.getLogger("torch_mspti").info(registration_message)
 
 
+_warn_environment_errors()
+#: One line saying which profiler serves PrivateUse1 traces in this process.
+registration_message: str = _C.register_profiler()
 _announce()
+_C.set_device_properties_provider(_device_properties.describe)
+_atexit.register(_C.note_process_exit)

@@ -1,55 +1,98 @@
 """``torch_mspti.diagnostics()``: why the NPU lane looks the way it does.
 
-The report has four parts (all plain JSON-serialisable data in :meth:`Diagnostics.to_dict`):
+A :class:`Diagnostics` snapshot has typed parts (all plain JSON-serialisable data through
+:meth:`Diagnostics.to_dict`, whose keys are those of the trace's health report):
 
-* ``library`` -- available, path, how it was found, every candidate tried with its outcome and
-  reason, symbols resolved and missing, a capability table, the MSPTI generation, and when not
-  available the ``reason`` and the ``fix`` (one line each);
-* ``plugin`` -- registered, forwarded to kineto, the PrivateUse1 backend name, whether another
-  PrivateUse1 profiler was registered first, how often kineto configured it, MSPTI buffers
-  outstanding (``buffers_outstanding``, 0 once every session has drained) and kept for reuse
-  (``buffers_pooled``), and whether this process was forked after MSPTI was loaded
-  (``forked_child``: profiling is then disabled, see ``library['reason']``);
-* ``last_session`` -- state, errors, records by kind, kernels, linked kernels, link ratio,
-  drops by reason, buffer counts, and drain statistics (exit reason, flushes, ms, records during
-  the drain, launches still pending, late records); ``None`` before the first device session;
-* ``totals`` -- the same counters summed over every finished session of the process.
+* ``library`` (:class:`LibraryInfo`) -- available, path, how it was found, every candidate tried
+  with its outcome and reason, symbols resolved and missing, a capability table with the reason
+  (and fix) of every capability that is missing, the MSPTI generation, and when not available the
+  ``reason`` and the ``fix``;
+* ``plugin`` (:class:`PluginInfo`) -- registered, mode, whether torch_npu's built-in MSPTI backend
+  is loaded (``other_profiler``), whether kineto used our profiler for the last device trace
+  (``last_trace_used_ours``), MSPTI buffers outstanding/pooled, ``forked_child``;
+* ``last_session`` (``torch_mspti._C.SessionReport`` or None) -- state, errors, warnings, enabled
+  kinds, the host clock of MSPTI's API records, counters (records by kind; buffers; correlation;
+  dropped; repaired; rows; links by state: verified, recovered, unverified, no_op_on_thread,
+  clock_untrusted, ambiguous, no_record), and drain statistics;
+* ``totals`` (``torch_mspti._C.Counters``) -- the same counters summed over every finished session.
 
-Times are ms; ratios are in [0, 1]. Thread-safe: each call takes a fresh snapshot.
+Times are ms unless a name says ns; ratios are in [0, 1]. Thread-safe: each call takes a fresh
+snapshot. Never raises for a missing or broken library (that is what ``library.reason`` is for);
+text that is not UTF-8 (file names) comes surrogate-escaped.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import _C
 
 
 @dataclass(frozen=True)
-class Diagnostics:
-    """A snapshot of the plugin's state; see the module docstring for the fields."""
+class LibraryInfo:
+    """The libmspti search and what the loaded library can do."""
 
-    library: dict[str, Any]
-    plugin: dict[str, Any]
-    last_session: dict[str, Any] | None
-    totals: dict[str, Any]
+    attempted: bool
+    available: bool
+    path: str | None
+    found_by: str | None
+    reason: str | None
+    fix: str | None
+    version: str | None
+    candidates: list[dict[str, str]]
+    symbols: dict[str, list[str]]
+    capabilities: dict[str, bool | None]
+    capability_notes: dict[str, str]
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """How the plugin is registered and used in this process."""
+
+    registered: bool
+    forwarded_to_kineto: bool
+    factory_called: bool
+    mode: str
+    other_factory: bool
+    other_profiler: dict[str, Any] | None
+    message: str
+    privateuse1_backend: str
+    backend_named: bool
+    configure_calls: int
+    device_sessions: int
+    last_configure_ns: int
+    sessions: int
+    last_trace_used_ours: bool | None
+    buffers_outstanding: int
+    buffers_pooled: int
+    forked_child: bool
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """A snapshot of the plugin's state; see the module docstring for the parts."""
+
+    library: LibraryInfo
+    plugin: PluginInfo
+    last_session: _C.SessionReport | None
+    totals: _C.Counters
     config: dict[str, Any] = field(default_factory=dict)
     environment_errors: list[str] = field(default_factory=list)
 
     @property
     def collection_possible(self) -> bool:
         """True when a usable libmspti is loaded and our profiler is registered."""
-        return bool(self.library.get("available")) and bool(self.plugin.get("registered"))
+        return self.library.available and self.plugin.registered
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain data (json.dumps-able)."""
         return {
-            "library": self.library,
-            "plugin": self.plugin,
-            "last_session": self.last_session,
-            "totals": self.totals,
+            "library": asdict(self.library),
+            "plugin": asdict(self.plugin),
+            "last_session": self.last_session.to_dict() if self.last_session is not None else None,
+            "totals": self.totals.to_dict(),
             "config": self.config,
             "environment_errors": self.environment_errors,
         }
@@ -59,26 +102,29 @@ class Diagnostics:
 
     def __repr__(self) -> str:
         lib = self.library
-        if lib.get("available"):
-            lib_line = f"library: {lib.get('path')} (found by {lib.get('found_by')}; {lib.get('version')})"
+        if lib.available:
+            lib_line = f"library: {lib.path} (found by {lib.found_by}; {lib.version})"
         else:
-            lib_line = f"library: unavailable: {lib.get('reason')} -> {lib.get('fix')}"
+            lib_line = f"library: unavailable: {lib.reason} -> {lib.fix}"
         plugin = self.plugin
+        peer = (plugin.other_profiler or {}).get("description")
         plugin_line = (
-            f"plugin: registered={plugin.get('registered')} backend={plugin.get('privateuse1_backend')!r} "
-            f"other_profiler={plugin.get('other_profiler')}"
+            f"plugin: registered={plugin.registered} backend={plugin.privateuse1_backend!r} "
+            f"other_profiler={peer or None} last_trace_used_ours={plugin.last_trace_used_ours}"
         )
         last = self.last_session
         if last is None:
             session_line = "last session: none"
         else:
-            ratio = last.get("link_ratio")
-            ratio_text = "n/a" if ratio is None else f"{ratio:.1%}"
-            drain = last.get("drain") or {}
+            c = last.counters
+            rows = c.rows_device_rows
+            ratio = "n/a" if not rows else f"{c.linked_rows / rows:.1%}"
+            drain = last.drain
+            drain_text = "n/a" if drain is None else f"{drain.exit_reason} in {drain.ms:.1f} ms"
             session_line = (
-                f"last session: {last.get('state')}, {last.get('kernels')} kernels, "
-                f"{last.get('linked_kernels')} linked ({ratio_text}), drain {drain.get('exit_reason', 'n/a')} "
-                f"in {drain.get('ms', 0):.1f} ms, {drain.get('pending_launches', 0)} pending"
+                f"last session: {last.state}, {rows} device rows, {c.linked_rows} linked ({ratio}: "
+                f"{c.links_verified} verified, {c.links_recovered} recovered), drain {drain_text}, "
+                f"{0 if drain is None else drain.pending_launches} pending"
             )
         return "\n".join(["torch_mspti.Diagnostics(", "  " + lib_line, "  " + plugin_line, "  " + session_line, ")"])
 
@@ -88,16 +134,15 @@ def diagnostics(load_library: bool = True) -> Diagnostics:
 
     ``load_library=True`` first searches for and loads libmspti if that has not happened yet (as
     the first profiling session would); it never raises for a missing or broken library, which
-    is described in ``library['reason']`` and ``library['fix']`` instead.
+    is described in ``library.reason`` and ``library.fix`` instead.
     """
     from .config import config
 
-    sessions = json.loads(_C.session_report_json())
     return Diagnostics(
-        library=_C.library_report(load_library),
-        plugin=_C.plugin_report(),
-        last_session=sessions["last_session"],
-        totals=sessions["totals"],
+        library=LibraryInfo(**_C.library_report(load_library)),
+        plugin=PluginInfo(**_C.plugin_report()),
+        last_session=_C.last_session(),
+        totals=_C.totals(),
         config=config.to_dict(),
         environment_errors=config.environment_errors(),
     )

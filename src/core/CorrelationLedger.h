@@ -1,0 +1,91 @@
+// What the session knows about each MSPTI correlation id (one launch), shared by the drain and
+// the trace builder so that "correlation id -> launch" is kept once.
+//
+// MSPTI mints one correlation id per kernel launch task, per communication node launch and per
+// hooked ACL memory call (mspti.md 4). The id appears in:
+//  * EXTERNAL_CORRELATION records, written when the id is minted, one per external kind whose
+//    process-global stack is not empty, with that stack's top (mspti.md 5.4): the hint of which
+//    op (CUSTOM0) and user range (CUSTOM1) the launch belongs to;
+//  * API records: every API record carries its thread's *current* id, i.e. that of the thread's
+//    most recent launch (mspti.md 4). The launch call itself is one of them; calls that launch
+//    nothing (synchronize, event record, ...) share the id of the launch before them, and may
+//    carry an id of an earlier session;
+//  * device records (KERNEL, COMMUNICATION, MEMCPY, MEMSET), delivered about 200 ms after the
+//    work ran (mspti.md 5.3), often in a later buffer.
+// A launch is "pending" while its launch call says it started device work of a class being
+// collected and no device record with its id arrived. The launch call is recognised by its API
+// name (classifyApiName); an id named by an EXTERNAL_CORRELATION record whose launch call is
+// unknown (API records not collected, or a name not recognised) is pending as "unclassified".
+// Thread-safety: none (RecordStore serialises access).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
+
+#include "NpuRecords.h"
+
+namespace torch_mspti {
+
+// The device work a launch call starts.
+enum class LaunchClass : uint8_t { kNone = 0, kKernel, kCommunication, kMemcpy, kMemset, kCount };
+
+// Classifies an API record name (case-insensitive substrings): "memcpy" -> kMemcpy, "memset" ->
+// kMemset, "hccl"/"hcom"/"lccl" -> kCommunication, "launch" -> kKernel (LaunchKernelV2,
+// rtKernelLaunch, aclrtLaunchKernel...), anything else -> kNone (a call that launches nothing).
+// The names are those of the CANN runtime and ACL APIs MSPTI reports (mspti.md 4); a library
+// naming launches otherwise leaves them unclassified, which costs the drain its early exit and
+// the link its launch time (the earliest API record of the id is used then), never a wrong link.
+LaunchClass classifyApiName(std::string_view name);
+// The class of device work a device record of `kind` is.
+LaunchClass classOfDeviceKind(uint32_t kind);
+
+struct LaunchEntry {
+  uint64_t opHint = 0;      // first CUSTOM0 external id (torch's op id), 0 = none
+  uint64_t userHint = 0;    // first CUSTOM1 external id (torch's user-range id), 0 = none
+  int32_t launchApi = -1;   // index (RecordStore::apis) of the earliest API record classified as a launch
+  int32_t firstApi = -1;    // index of the earliest API record with this id
+  int64_t launchApiStart = 0;
+  int64_t firstApiStart = 0;
+  LaunchClass launchClass = LaunchClass::kNone;
+  bool external = false;    // an EXTERNAL_CORRELATION record named the id
+  uint32_t deviceRecords = 0;
+};
+
+class CorrelationLedger {
+ public:
+  // Ids at or below `staleBelow` belong to earlier sessions: never pending.
+  explicit CorrelationLedger(uint64_t staleBelow) : staleBelow_(staleBelow) {}
+
+  void noteExternal(const ExternalCorrelationRecord& e);
+  // `api` is the record at `index` of the store's API records.
+  void noteApi(const ApiRecord& api, int32_t index);
+  void noteDevice(const DeviceRecord& d);
+
+  // Launches still waiting for a device record of a class in `waitFor` (bit 1 << LaunchClass;
+  // bit 1 << kNone = unclassified launches).
+  uint64_t pending(uint32_t waitFor) const;
+  bool knowsLaunches() const { return knows_; }
+  uint64_t maxCorrelationId() const { return maxId_; }
+  uint64_t staleBelow() const { return staleBelow_; }
+  // Lowest id minted in this session that the session saw at its launch (external record or
+  // launch call), UINT64_MAX when none: device records below it with no entry are stale.
+  uint64_t firstOwnId() const { return firstOwnId_; }
+
+  const LaunchEntry* find(uint64_t id) const;
+  size_t size() const { return entries_.size(); }
+
+ private:
+  void recount(const LaunchEntry& before, const LaunchEntry& after);
+  static int bucket(const LaunchEntry& e);  // pending bucket, -1 when not pending
+
+  const uint64_t staleBelow_;
+  std::unordered_map<uint64_t, LaunchEntry> entries_;
+  // Pending launches per LaunchClass (index kNone = known only from external records).
+  uint64_t pending_[static_cast<int>(LaunchClass::kCount)] = {};
+  bool knows_ = false;
+  uint64_t maxId_ = 0;
+  uint64_t firstOwnId_ = UINT64_MAX;
+};
+
+}  // namespace torch_mspti

@@ -1,0 +1,131 @@
+#include "LaunchTable.h"
+
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+
+namespace torch_mspti {
+namespace {
+
+auto rowKey(const DeviceRecord* r) {
+  return std::make_tuple(r->correlationId == 0, r->correlationId, r->start, r->end, r->deviceId, r->streamId, r->kind,
+                         r->name);
+}
+
+bool earlierSession(const DeviceRecord& r, const CorrelationLedger& ledger) {
+  if (r.correlationId == 0) return false;
+  if (r.correlationId <= ledger.staleBelow()) return true;
+  if (!ledger.knowsLaunches() || r.correlationId >= ledger.firstOwnId()) return false;
+  const LaunchEntry* e = ledger.find(r.correlationId);
+  return !e || (!e->external && e->launchApi < 0);
+}
+
+// Moves rows so that none overlaps the previous one on its (device, stream) lane.
+void repairLanes(std::vector<DeviceRow>& rows, SessionCounters& c) {
+  std::vector<uint32_t> order(rows.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const DeviceRow& x = rows[a];
+    const DeviceRow& y = rows[b];
+    return std::tie(x.device, x.record.streamId, x.record.start, x.record.end) <
+           std::tie(y.device, y.record.streamId, y.record.start, y.record.end);
+  });
+  const DeviceRow* prev = nullptr;
+  int64_t prevEnd = 0;
+  for (uint32_t i : order) {
+    DeviceRecord& r = rows[i].record;
+    if (prev && prev->device == rows[i].device && prev->record.streamId == r.streamId && r.start < prevEnd) {
+      const int64_t shift = prevEnd - r.start;
+      r.start = prevEnd;
+      if (r.end < r.start) r.end = r.start;
+      ++c.overlapRepairs;
+      c.maxOverlapShiftNs = std::max(c.maxOverlapShiftNs, static_cast<uint64_t>(shift));
+    }
+    if (!prev || prev->device != rows[i].device || prev->record.streamId != r.streamId) prevEnd = r.end;
+    else prevEnd = std::max(prevEnd, r.end);
+    prev = &rows[i];
+  }
+}
+
+}  // namespace
+
+int32_t logicalDevice(uint32_t physical, const std::vector<uint32_t>& visible) {
+  for (size_t i = 0; i < visible.size(); ++i)
+    if (visible[i] == physical) return static_cast<int32_t>(i);
+  return static_cast<int32_t>(physical);
+}
+
+LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock, const Window& window,
+                               const std::vector<uint32_t>& visibleDevices, SessionCounters& c) {
+  const CorrelationLedger& ledger = store.ledger();
+  std::vector<const DeviceRecord*> valid;
+  valid.reserve(store.devices().size());
+  for (const DeviceRecord& r : store.devices()) {
+    if ((r.start == 0 && r.end == 0) || r.start <= 0 || r.end < r.start) {
+      ++c.invalidTiming;
+      continue;
+    }
+    if (earlierSession(r, ledger)) {
+      ++c.staleRecords;
+      continue;
+    }
+    valid.push_back(&r);
+  }
+  // Sorted by id (rows without one last), then by content: records mostly arrive in id order.
+  auto less = [](const DeviceRecord* a, const DeviceRecord* b) { return rowKey(a) < rowKey(b); };
+  if (!std::is_sorted(valid.begin(), valid.end(), less)) std::sort(valid.begin(), valid.end(), less);
+  auto last = std::unique(valid.begin(), valid.end(),
+                          [](const DeviceRecord* a, const DeviceRecord* b) { return rowKey(a) == rowKey(b); });
+  c.duplicates += static_cast<uint64_t>(valid.end() - last);
+  valid.erase(last, valid.end());
+
+  LaunchTable t;
+  t.rows.reserve(valid.size());
+  const auto& apis = store.apis();
+  for (size_t i = 0; i < valid.size();) {
+    const uint64_t id = valid[i]->correlationId;
+    size_t j = i;
+    int64_t firstStart = valid[i]->start;
+    while (j < valid.size() && valid[j]->correlationId == id) firstStart = std::min(firstStart, valid[j++]->start);
+    const uint32_t rows = static_cast<uint32_t>(j - i);
+
+    Launch launch;
+    launch.correlationId = id;
+    if (const LaunchEntry* e = id ? ledger.find(id) : nullptr) {
+      launch.opHint = e->opHint;
+      launch.userHint = e->userHint;
+      const int32_t call = e->launchApi >= 0 ? e->launchApi : e->firstApi;
+      if (call >= 0) launch.call = &apis[static_cast<size_t>(call)];
+    }
+    if (launch.call && clock.trusted()) {
+      launch.callTrusted = true;
+      launch.callStart = clock.toRealtime(launch.call->start);
+      launch.callEnd = std::max(launch.callStart, clock.toRealtime(launch.call->end));
+    }
+    const bool inWindow = launch.callTrusted
+                              ? launch.callStart >= window.start && launch.callStart <= window.end
+                              : firstStart >= window.start && firstStart <= window.collectionEnd;
+    if (!inWindow) {
+      c.outOfWindow += rows;
+      i = j;
+      continue;
+    }
+    if (launch.callTrusted && firstStart < launch.callStart) c.deviceBeforeLaunch += rows;
+    launch.firstRow = static_cast<uint32_t>(t.rows.size());
+    launch.rowCount = rows;
+    for (; i < j; ++i) {
+      DeviceRow& row = t.rows.emplace_back();
+      row.record = *valid[i];
+      row.device = logicalDevice(valid[i]->deviceId, visibleDevices);
+      if (row.record.start == row.record.end) ++c.zeroDuration;
+    }
+    t.launches.push_back(launch);
+  }
+  repairLanes(t.rows, c);
+  for (const DeviceRow& r : t.rows) t.devices.push_back(r.device);
+  std::sort(t.devices.begin(), t.devices.end());
+  t.devices.erase(std::unique(t.devices.begin(), t.devices.end()), t.devices.end());
+  return t;
+}
+
+}  // namespace torch_mspti

@@ -1,0 +1,70 @@
+// The session's launches, prepared when the session stops (before kineto reads the health
+// report): each MSPTI correlation id with its launch call, its op hints and its device rows, the
+// rows checked, deduplicated, kept or dropped by the profiling window, and repaired so that no
+// two rows of one stream overlap.
+//
+// Rules, in order (each drop or repair is counted in SessionCounters):
+//  1. timing: a record with start = end = 0 has no timing (MSPTI's mark, mspti.md 3.4) and one
+//     with end < start or start <= 0 is invalid: dropped; start = end != 0 is a real, very short
+//     task: kept as a zero-length row;
+//  2. earlier sessions: ids at or below the highest id an earlier session saw, and (when this
+//     session saw its own launches) ids below its first own launch that it never saw launched,
+//     are earlier sessions' records delivered late: dropped;
+//  3. duplicates (same id, times, device, stream, kind, name): dropped;
+//  4. window: a launch belongs to the session when its launch call started inside
+//     [window start, window end] — where the device ran it does not matter, so a kernel launched
+//     before stop() and still running then is kept; without a trusted launch time, by the
+//     row's device start, up to `collectionEnd` (when MSPTI stopped recording launches);
+//  5. lanes: logical device from ASCEND_RT_VISIBLE_DEVICES; per (device, stream), sorted by
+//     start, a row that starts before the previous row's end starts at that end (a row wholly
+//     inside the previous one becomes zero-length at its end) — viewers such as Perfetto drop
+//     overlapping slices on one track (google/perfetto#4280).
+// Thread-safety: none; built once on the profiler thread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "HostClock.h"
+#include "RecordStore.h"
+#include "SessionCounters.h"
+
+namespace torch_mspti {
+
+struct DeviceRow {
+  DeviceRecord record;  // start/end possibly repaired
+  int32_t device = 0;   // logical device index (trace pid)
+};
+
+struct Launch {
+  uint64_t correlationId = 0;
+  const ApiRecord* call = nullptr;  // the launch call (or the id's earliest API record); may be null
+  bool callTrusted = false;         // call times are on a known clock (HostClock)
+  int64_t callStart = 0;            // CLOCK_REALTIME ns, when callTrusted
+  int64_t callEnd = 0;
+  uint64_t opHint = 0;    // CUSTOM0 external id: torch's op id MSPTI saw on top of its stack
+  uint64_t userHint = 0;  // CUSTOM1 external id: the user range on top
+  uint32_t firstRow = 0;  // rows [firstRow, firstRow + rowCount) of LaunchTable::rows
+  uint32_t rowCount = 0;
+};
+
+struct Window {
+  int64_t start = 0;          // ns since the epoch: the session's start()
+  int64_t end = 0;            // its stop()
+  int64_t collectionEnd = 0;  // when launches stopped being recorded (Disable), >= end
+};
+
+struct LaunchTable {
+  std::vector<Launch> launches;  // ascending correlation id (id 0: rows without one, last)
+  std::vector<DeviceRow> rows;
+  std::vector<int32_t> devices;  // logical devices with rows, ascending
+
+  static LaunchTable build(const RecordStore& store, const HostClock& clock, const Window& window,
+                           const std::vector<uint32_t>& visibleDevices, SessionCounters& counters);
+};
+
+// Logical index of `physical` given ASCEND_RT_VISIBLE_DEVICES (empty list: identity). A device
+// not in the list keeps its physical id.
+int32_t logicalDevice(uint32_t physical, const std::vector<uint32_t>& visible);
+
+}  // namespace torch_mspti

@@ -1,0 +1,85 @@
+#include "PluginContext.h"
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+#include <libkineto.h>
+
+#include "ForkGuard.h"
+
+namespace torch_mspti {
+namespace {
+
+void prepareFork(void* self) {
+  auto* c = static_cast<PluginContext*>(self);
+  c->config.lockForFork();
+  c->pool.lockForFork();
+  c->stats.lockForFork();
+}
+
+void afterForkInParent(void* self) {
+  auto* c = static_cast<PluginContext*>(self);
+  c->stats.unlockAfterFork();
+  c->pool.unlockAfterFork();
+  c->config.unlockAfterFork();
+}
+
+void afterForkInChild(void* self) {
+  auto* c = static_cast<PluginContext*>(self);
+  // The parent's pushes are on the parent's MSPTI stack: never popped from here.
+  c->forwarder.abandon();
+  afterForkInParent(self);
+}
+
+}  // namespace
+
+PluginContext& PluginContext::process() {
+  static PluginContext* context = new PluginContext();  // never destroyed, see the header
+  return *context;
+}
+
+PluginContext::PluginContext() {
+  registerForkParticipant({&prepareFork, &afterForkInParent, &afterForkInChild, this});
+}
+
+const MsptiFunctions* PluginContext::loadLibrary(const ConfigSnapshot& cfg) {
+  if (!library.ensureLoaded({cfg.libraryPath, cfg.allowMissingProfapi})) return nullptr;
+  config.lockLibraryPath(library.loadedPath());
+  return &library.functions();
+}
+
+void PluginContext::setDevicePropertiesProvider(DevicePropertiesProvider provider) {
+  std::lock_guard<std::mutex> lock(providerMutex_);
+  provider_ = std::move(provider);
+}
+
+SessionDeps PluginContext::sessionDeps() {
+  SessionDeps d;
+  d.config = config.snapshot();
+  d.loadLibrary = [this](const ConfigSnapshot& c) { return loadLibrary(c); };
+  d.libraryReport = [this] { return library.report(); };
+  d.pool = &pool;
+  d.forwarder = &forwarder;
+  d.stats = &stats;
+  d.ids = &ids;
+  d.staleBelow = &staleBelow;
+  d.synchronizeDevices = &synchronizePrivateUse1Devices;
+  {
+    std::lock_guard<std::mutex> lock(providerMutex_);
+    d.deviceProperties = provider_;
+  }
+  d.warn = [](const std::string& message) { TORCH_WARN(message); };
+  d.processId = libkineto::processId();
+  d.collectedFlag = &status.lastTraceOurs;
+  return d;
+}
+
+void synchronizePrivateUse1Devices(const std::vector<int32_t>& devices) {
+  constexpr auto kType = c10::DeviceType::PrivateUse1;
+  if (!c10::impl::hasDeviceGuardImpl(kType)) return;
+  const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(kType);
+  const c10::DeviceIndex count = impl->deviceCount();
+  for (int32_t d : devices)
+    if (d >= 0 && d < count) impl->synchronizeDevice(static_cast<c10::DeviceIndex>(d));
+}
+
+}  // namespace torch_mspti

@@ -1,0 +1,82 @@
+// The plugin's process-wide parts, created once and handed to whatever needs them: the
+// composition root. Components never reach for it themselves: the profiler receives it from the
+// registration, sessions receive their parts (SessionDeps), and only the nanobind module, the
+// registration and the fork/exit guards start from PluginContext::process().
+//
+// What is process-wide, and why: the loaded MSPTI (MsptiLibrary: one per process, never
+// unloaded), the buffers MSPTI's one callback pair hands out (MsptiBufferPool), the per-thread op
+// stacks and logs (CorrelationForwarder: thread_local), the settings (Config), the reports of
+// finished sessions (StatsRegistry), the id counter that keeps host correlation ids unique across
+// sessions (CorrelationIds), the highest MSPTI correlation id earlier sessions saw, and facts for
+// diagnostics (PluginStatus).
+// Thread-safety: each part documents its own; the context itself is immutable once built.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "Config.h"
+#include "CorrelationForwarder.h"
+#include "CorrelationIds.h"
+#include "MsptiBufferPool.h"
+#include "MsptiLibrary.h"
+#include "MsptiActivityProfilerSession.h"
+#include "SessionStats.h"
+
+namespace torch_mspti {
+
+// Facts about the plugin in this process, for diagnostics.
+struct PluginStatus {
+  std::atomic<bool> factoryCalled{false};   // kineto instantiated our profiler
+  std::atomic<uint64_t> configureCalls{0};  // configure() calls (all traces)
+  std::atomic<uint64_t> deviceSessions{0};  // sessions returned (device types requested)
+  std::atomic<int64_t> lastConfigureNs{0};  // ns since the epoch of the latest configure()
+  // Outcome for the latest trace that asked for device data: -1 = none yet, 0 = our session did
+  // not collect it (failed, or another profiler served), 1 = our session collected it.
+  std::atomic<int> lastTraceOurs{-1};
+};
+
+class PluginContext {
+ public:
+  // The process's context: created on first use, never destroyed (MSPTI's threads may call the
+  // buffer callbacks until the process exits).
+  static PluginContext& process();
+
+  PluginContext();
+  PluginContext(const PluginContext&) = delete;
+  PluginContext& operator=(const PluginContext&) = delete;
+
+  // A session's parts, with a snapshot of the settings taken now.
+  SessionDeps sessionDeps();
+  // Loads MSPTI as the session would (diagnostics, doctor); the library path is locked once loaded.
+  const MsptiFunctions* loadLibrary(const ConfigSnapshot& config);
+
+  // Device properties for "deviceProperties": set by the Python package (it knows torch_npu's and
+  // the simulator's device objects); called with the logical devices of a trace.
+  using DevicePropertiesProvider = std::function<std::string(const std::vector<int32_t>&)>;
+  void setDevicePropertiesProvider(DevicePropertiesProvider provider);
+
+  Config config;
+  MsptiLibrary library;
+  MsptiBufferPool pool;
+  CorrelationForwarder forwarder;
+  StatsRegistry stats;
+  CorrelationIds ids;
+  PluginStatus status;
+  std::atomic<uint64_t> staleBelow{0};
+
+ private:
+  std::mutex providerMutex_;
+  DevicePropertiesProvider provider_;
+};
+
+// Waits until each given logical PrivateUse1 device is idle, through torch's device guard
+// (DeviceGuardImplInterface::synchronizeDevice, which torch_npu and the simulated device
+// implement). No-op when no PrivateUse1 backend is registered.
+void synchronizePrivateUse1Devices(const std::vector<int32_t>& devices);
+
+}  // namespace torch_mspti

@@ -1,0 +1,42 @@
+#include "SessionCounters.h"
+
+#include <algorithm>
+
+namespace torch_mspti {
+
+const CounterInfo kCounterInfo[] = {
+#define TORCH_MSPTI_COUNTER_INFO(group, field, key, phase, merge, doc) \
+  {group, key, &SessionCounters::field, CounterPhase::phase, CounterMerge::merge, doc},
+    TORCH_MSPTI_SESSION_COUNTERS(TORCH_MSPTI_COUNTER_INFO)
+#undef TORCH_MSPTI_COUNTER_INFO
+};
+const int kCounterCount = static_cast<int>(sizeof(kCounterInfo) / sizeof(kCounterInfo[0]));
+
+uint64_t SessionCounters::records() const {
+  uint64_t n = 0;
+  for (uint64_t v : recordsByKind) n += v;
+  return n;
+}
+
+void SessionCounters::add(const SessionCounters& o) {
+  for (int i = 0; i < kCounterCount; ++i) {
+    const CounterInfo& c = kCounterInfo[i];
+    uint64_t& mine = this->*(c.field);
+    mine = c.merge == CounterMerge::kMax ? std::max(mine, o.*(c.field)) : mine + o.*(c.field);
+  }
+  for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k) recordsByKind[k] += o.recordsByKind[k];
+}
+
+SessionCounters SessionCounters::since(const SessionCounters& earlier) const {
+  SessionCounters d = *this;
+  for (int i = 0; i < kCounterCount; ++i) {
+    const CounterInfo& c = kCounterInfo[i];
+    // Process-wide sources only grow; a saturated counter stays at its ceiling.
+    if (c.merge == CounterMerge::kSum) d.*(c.field) = this->*(c.field) - std::min(this->*(c.field), earlier.*(c.field));
+  }
+  for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k)
+    d.recordsByKind[k] = recordsByKind[k] - std::min(recordsByKind[k], earlier.recordsByKind[k]);
+  return d;
+}
+
+}  // namespace torch_mspti

@@ -1,0 +1,116 @@
+// The counters of one profiling session: one list (TORCH_MSPTI_SESSION_COUNTERS) from which the
+// struct, the sum over sessions, the difference of two readings, the JSON of the health report
+// and diagnostics, and the Python properties are generated.
+//
+// Nothing the plugin drops, repairs or cannot link goes uncounted. Each counter belongs to a
+// group (the JSON object it is written in) and a phase: kStop counters are final when the
+// session has stopped, so they are in the trace's health report (kineto reads the report before
+// processTrace); kTrace counters are computed in processTrace (rows and links), so they are in
+// torch_mspti.diagnostics() and in each device row's "link" argument, not in the report.
+// Thread-safety: plain data, owned by one session.
+#pragma once
+
+#include <cstdint>
+
+#include <mspti/mspti_activity.h>
+
+namespace torch_mspti {
+
+enum class CounterPhase : uint8_t { kStop, kTrace };
+enum class CounterMerge : uint8_t { kSum, kMax };
+
+// X(group, field, json key, phase, merge, description)
+#define TORCH_MSPTI_SESSION_COUNTERS(X)                                                                               \
+  X("buffers", buffersRequested, "requested", kStop, kSum, "buffers MSPTI asked for")                                \
+  X("buffers", buffersCompleted, "completed", kStop, kSum, "buffers MSPTI handed back")                              \
+  X("buffers", buffersDeclined, "declined", kStop, kSum,                                                             \
+    "requests refused at the pool cap (MSPTI drops records until it gets a buffer)")                                 \
+  X("buffers", nullCompletions, "null_completions", kStop, kSum, "completions with a NULL buffer (after a decline)")  \
+  X("buffers", foreignBuffers, "foreign", kStop, kSum,                                                               \
+    "buffers another tool requested, completed into our callback: walked, never recycled or freed")                  \
+  X("buffers", abandonedBuffers, "abandoned", kStop, kSum,                                                           \
+    "buffers whose tail held an unknown kind or a truncated record")                                                 \
+  X("buffers", abandonedBytes, "abandoned_bytes", kStop, kSum, "bytes not walked in abandoned buffers")              \
+  X("correlation", correlationErrors, "errors", kStop, kSum, "failed external-correlation push/pop calls")           \
+  X("correlation", correlationOverflow, "overflow", kStop, kSum,                                                     \
+    "ops nested deeper than the per-thread stack (not forwarded, not logged)")                                       \
+  X("correlation", unbalancedAtStop, "unbalanced_at_stop", kStop, kSum,                                              \
+    "ids still on MSPTI's stack at stop (popped by stop)")                                                           \
+  X("correlation", correlationInterleaved, "interleaved", kStop, kSum,                                               \
+    "pops that returned another thread's id: threads interleave on MSPTI's process-global stack")                    \
+  X("correlation", opsLogged, "ops_logged", kStop, kSum, "op and user-range ids logged per thread")                  \
+  X("correlation", opLogLost, "op_log_lost", kStop, kSum, "op ids not logged (no memory for a log chunk)")           \
+  X("correlation", staleStackEntries, "stale_stack_entries", kStop, kSum,                                            \
+    "entries of earlier sessions cleared from a thread's stack (pops that arrived on another thread)")               \
+  X("dropped", outOfWindow, "out_of_window", kStop, kSum,                                                            \
+    "device records whose launch lies outside the profiling window")                                                 \
+  X("dropped", invalidTiming, "invalid_timing", kStop, kSum,                                                         \
+    "device records without timing (start = end = 0) or with end < start")                                           \
+  X("dropped", duplicates, "duplicates", kStop, kSum, "duplicate device records")                                    \
+  X("dropped", staleRecords, "earlier_session", kStop, kSum,                                                         \
+    "records of an earlier session delivered into this one (MSPTI delivering after Unsubscribe)")                    \
+  X("dropped", afterCollection, "after_collection", kStop, kSum,                                                     \
+    "records completed after this session had finished collecting")                                                  \
+  X("dropped", orphanRecords, "orphan", kStop, kSum, "records delivered while no session was collecting")           \
+  X("repaired", overlapRepairs, "overlaps", kStop, kSum,                                                             \
+    "device rows moved so that no two rows of one stream overlap")                                                   \
+  X("repaired", maxOverlapShiftNs, "max_shift_ns", kStop, kMax, "largest start shift of such a repair, ns")          \
+  X("repaired", zeroDuration, "zero_duration", kStop, kSum, "device records with start = end != 0, kept as such")    \
+  X("repaired", deviceBeforeLaunch, "device_before_launch", kStop, kSum,                                             \
+    "device rows that start before their launch call (device clock behind the host clock)")                          \
+  X("rows", deviceRows, "device_rows", kTrace, kSum, "device rows in the trace (all kinds)")                          \
+  X("rows", kernels, "kernels", kTrace, kSum, "kernel rows")                                                         \
+  X("rows", communications, "communications", kTrace, kSum, "collective rows (COMMUNICATION records)")               \
+  X("rows", memcpys, "memcpys", kTrace, kSum, "memory copy rows")                                                    \
+  X("rows", memsets, "memsets", kTrace, kSum, "memset rows")                                                         \
+  X("rows", annotations, "annotations", kTrace, kSum, "user-range spans on device lanes")                            \
+  X("rows", launchEvents, "launch_events", kTrace, kSum, "launch events with an arrow to their device rows")        \
+  X("rows", launchThreadEvents, "launch_thread_events", kTrace, kSum,                                                \
+    "launch events on a thread that ran no op at the time (its own lane, no op credited)")                           \
+  X("links", linkedVerified, "verified", kTrace, kSum,                                                               \
+    "device rows linked to the op MSPTI's hint named, confirmed by the launch's thread and host time")               \
+  X("links", linkedRecovered, "recovered", kTrace, kSum,                                                             \
+    "device rows linked to the innermost op open on the launching thread at the launch time (hint wrong or absent)") \
+  X("links", linkedUnverified, "unverified", kTrace, kSum,                                                           \
+    "device rows linked by MSPTI's hint alone (no API record) where no other thread ran an op meanwhile")            \
+  X("links", unlinkedNoOp, "no_op_on_thread", kTrace, kSum,                                                          \
+    "unlinked: the launching thread ran no op at the launch time (task queue, housekeeping thread)")                 \
+  X("links", unlinkedClockUntrusted, "clock_untrusted", kTrace, kSum,                                                \
+    "unlinked: the launch's host time is on an unknown clock")                                                       \
+  X("links", unlinkedAmbiguous, "ambiguous", kTrace, kSum,                                                           \
+    "unlinked: no API record, and another thread ran an op while the hinted one did")                                \
+  X("links", unlinkedNoRecord, "no_record", kTrace, kSum, "unlinked: neither an API record nor a hint")              \
+  X("links", linkTargetMissing, "target_missing", kTrace, kSum,                                                      \
+    "hinted or logged op ids that torch did not record in this trace")
+
+struct SessionCounters {
+#define TORCH_MSPTI_COUNTER_FIELD(group, field, key, phase, merge, doc) uint64_t field = 0;
+  TORCH_MSPTI_SESSION_COUNTERS(TORCH_MSPTI_COUNTER_FIELD)
+#undef TORCH_MSPTI_COUNTER_FIELD
+  uint64_t recordsByKind[MSPTI_ACTIVITY_KIND_COUNT] = {};
+
+  // Every record of every kind.
+  uint64_t records() const;
+  // Device rows linked to an op (verified, recovered or unverified).
+  uint64_t linkedRows() const { return linkedVerified + linkedRecovered + linkedUnverified; }
+
+  // Adds `o` (sums; maxima take the larger).
+  void add(const SessionCounters& o);
+  // Counter-wise this - earlier (for process-wide sources read at start and at stop); maxima keep
+  // this reading.
+  SessionCounters since(const SessionCounters& earlier) const;
+};
+
+// The list as data, for code that walks every counter (JSON, bindings).
+struct CounterInfo {
+  const char* group;
+  const char* key;
+  uint64_t SessionCounters::* field;
+  CounterPhase phase;
+  CounterMerge merge;
+  const char* description;
+};
+extern const CounterInfo kCounterInfo[];
+extern const int kCounterCount;
+
+}  // namespace torch_mspti
