@@ -39,6 +39,9 @@ nb::object peerObject(const PeerBackend& p) {
   if (!p.present) return nb::none();
   nb::dict d;
   d["kind"] = "torch_npu";
+  d["name"] = "torch_npu's built-in MSPTI backend";
+  d["class"] = "torch_npu::profiler::MsptiActivityProfilerPoc";
+  d["registered_with"] = "kineto (static initialiser of libtorch_npu.so)";
   d["description"] = pyText(p.description);
   d["version"] = pyTextOrNone(p.version);
   d["library"] = pyText(p.library);
@@ -50,7 +53,7 @@ nb::object lastTraceObject(int v) { return v < 0 ? nb::none() : nb::object(nb::b
 nb::dict pluginDict(const PluginReport& r) {
   nb::dict d;
   d["registered"] = r.registration.registered;
-  d["forwarded_to_kineto"] = r.registration.forwardedToKineto;
+  d["forwarded_to_kineto"] = r.factoryCalled;  // kineto instantiated our profiler
   d["factory_called"] = r.factoryCalled;
   d["mode"] = profilerModeName(r.registration.mode);
   d["other_factory"] = r.registration.otherFactory;
@@ -62,7 +65,8 @@ nb::dict pluginDict(const PluginReport& r) {
   d["device_sessions"] = r.deviceSessions;
   d["last_configure_ns"] = r.lastConfigureNs;
   d["sessions"] = r.sessions;
-  d["last_trace_used_ours"] = lastTraceObject(r.lastTraceOurs);
+  // Not registered: no trace can have used ours.
+  d["last_trace_used_ours"] = r.registration.registered ? lastTraceObject(r.lastTraceOurs) : nb::object(nb::bool_(false));
   d["buffers_outstanding"] = r.outstanding;
   d["buffers_pooled"] = r.pooled;
   d["forked_child"] = r.forkedChild;

@@ -155,24 +155,30 @@ NS = {"torch": torch, "x": x, "launch": launch, "launch_bare": launch_bare, "syn
       "out": RESULT["extra"], "torch_mspti": torch_mspti}
 
 def _summary(p):
-    kernels, ops = [], []
+    kernels, ops, annotations = [], [], []
     for e in p.events():
-        if e.device_type != torch.autograd.DeviceType.CPU:
+        if e.device_type != torch.autograd.DeviceType.CPU and e.is_user_annotation:
+            annotations.append({"name": e.name, "id": e.id, "device_index": e.device_index,
+                                "linked_correlation_id": e.linked_correlation_id,
+                                "duration_us": e.time_range.elapsed_us(),
+                                "self_device_time_total": e.self_device_time_total})
+        elif e.device_type != torch.autograd.DeviceType.CPU:
             kernels.append({"name": e.name, "device_type": str(e.device_type),
                             "is_privateuse1": e.device_type == torch.autograd.DeviceType.PrivateUse1,
                             "device_index": e.device_index, "id": e.id,
                             "linked_correlation_id": e.linked_correlation_id,
                             "duration_us": e.time_range.elapsed_us(),
-                            "self_device_time_total": e.self_device_time_total})
+                            "self_device_time_total": e.self_device_time_total,
+                            "metadata": e.metadata_json})
         else:
-            ops.append({"id": e.id, "name": e.name,
+            ops.append({"id": e.id, "name": e.name, "is_user_annotation": bool(e.is_user_annotation),
                         "self_device_time_total": e.self_device_time_total,
                         "device_time_total": e.device_time_total,
                         "kernels": [{"name": k.name, "device": k.device, "duration_us": k.duration}
                                     for k in e.kernels]})
     cpu_ids = [ev.correlation_id() for ev in p.profiler.kineto_results.events()
                if ev.device_type() == torch.autograd.DeviceType.CPU and ev.correlation_id() != 0]
-    return {"kernels": kernels, "ops": ops, "cpu_correlation_ids": cpu_ids}
+    return {"kernels": kernels, "ops": ops, "annotations": annotations, "cpu_correlation_ids": cpu_ids}
 
 def _finish(p, index):
     path = os.path.join(P["out_dir"], f"trace_{index}.json")
@@ -184,6 +190,8 @@ def _finish(p, index):
     RESULT["profiles"].append(entry)
 
 _EXTRA = {}
+if P["record_shapes"]:
+    _EXTRA["record_shapes"] = True
 if P["experimental_config"]:
     from torch._C._profiler import _ExperimentalConfig
     _EXTRA["experimental_config"] = _ExperimentalConfig(**P["experimental_config"])
@@ -291,6 +299,7 @@ def run(
     check: bool = True,
     generation: str | None = None,
     experimental_config: dict[str, Any] | None = None,
+    record_shapes: bool = False,
 ) -> SimResult:
     """Run ``workload`` in a fresh interpreter; see the module docstring.
 
@@ -301,7 +310,8 @@ def run(
     ``config`` plugin settings. ``generation``: the MSPTI generation of the simulator library
     ("8.0.RC3", "8.1", "8.2", "26.0", "26.1"; None = the default ``libmspti_sim.so``, see
     ``torch_mspti.simulator_library``). ``experimental_config``: keyword arguments of
-    ``torch._C._profiler._ExperimentalConfig`` (e.g. ``profile_all_threads=True``). ``activities``: names ("CPU", "PrivateUse1") for every profile, or one
+    ``torch._C._profiler._ExperimentalConfig`` (e.g. ``profile_all_threads=True``). ``record_shapes``:
+    ``profile(record_shapes=True)`` (ops then carry their scalar arguments in "Concrete Inputs"). ``activities``: names ("CPU", "PrivateUse1") for every profile, or one
     such list per profile. ``check``: raise when the child fails or the workload raises.
     """
     out_dir = Path(tmp_path)
@@ -333,6 +343,7 @@ def run(
         "result_path": str(out_dir / "simrun_result.json"),
         "diagnostics_load": diagnostics_load,
         "generation": generation,
+        "record_shapes": record_shapes,
         "experimental_config": experimental_config,
     }
     (out_dir / "simrun_params.json").write_text(json.dumps(params))

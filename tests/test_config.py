@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,12 +22,13 @@ INT_SETTINGS = {
     "drain_timeout_ms": (250, [-1, 600001]),
 }
 BOOL_SETTINGS = [
+    "allow_missing_profapi",
+    "synchronize_devices",
     "enable_kernels",
     "enable_external_correlation",
     "enable_api_records",
     "enable_communication",
     "enable_memcpy_memset",
-    "enable_markers",
 ]
 
 
@@ -36,20 +38,27 @@ def _restore_defaults():
     config.reset()
 
 
-def test_every_setting_is_listed_with_type_unit_and_range():
+def test_every_setting_is_listed_with_type_unit_range_default_and_value():
     names = {s["name"]: s for s in config.settings()}
-    assert set(INT_SETTINGS) | set(BOOL_SETTINGS) | {"drain_order", "library_path"} == set(names)
+    assert set(INT_SETTINGS) | set(BOOL_SETTINGS) | {"drain_order", "profiler", "library_path"} == set(names)
     for s in names.values():
-        assert s["type"] in {"int", "bool", "str", "choice"} and s["range"] and s["description"]
-    assert names["buffer_size"]["unit"] == "bytes"
+        assert s["type"] in {"int", "bool", "path", "choice"} and s["range"] and s["description"]
+        assert s["env"].startswith("TORCH_MSPTI_")
+        assert s["value"] == getattr(config, s["name"])
+        assert type(s["default"]) is type(s["value"])
+    assert names["buffer_size"]["unit"] == "bytes" and names["buffer_size"]["default"] == 8 << 20
     assert names["drain_timeout_ms"]["unit"] == "ms"
+    assert names["library_path"]["env"] == "TORCH_MSPTI_LIBRARY"
+    assert names["profiler"]["import_only"] is True
 
 
 def test_reading_returns_typed_values():
     assert config.buffer_size == 8 << 20 and type(config.buffer_size) is int
     assert config.enable_kernels is True
-    assert config.enable_markers is False
+    assert config.enable_communication is True
+    assert config.allow_missing_profapi is False
     assert config.drain_order == "auto"
+    assert config.profiler == "auto"
     assert isinstance(config.library_path, str)
     assert json.loads(json.dumps(config.to_dict()))  # JSON-serialisable
 
@@ -87,7 +96,7 @@ def test_drain_order_choices():
     for choice in ["disable_first", "poll_first", "auto"]:
         config.drain_order = choice
         assert config.drain_order == choice
-    with pytest.raises(ValueError, match="drain_order: 'sometimes'.*auto, disable_first or poll_first"):
+    with pytest.raises(ValueError, match="drain_order: 'sometimes'.*auto, disable_first, poll_first"):
         config.drain_order = "sometimes"
     with pytest.raises(TypeError, match="drain_order"):
         config.drain_order = 1
@@ -107,9 +116,9 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess:
 
 def test_environment_variables_set_settings():
     r = _run(
-        "import torch_mspti as m; print(m.config.buffer_size, m.config.enable_markers, m.config.drain_order)",
-        TORCH_MSPTI_BUFFER_SIZE=str(2 << 20),
-        TORCH_MSPTI_ENABLE_MARKERS="1",
+        "import torch_mspti as m; print(m.config.buffer_size, m.config.allow_missing_profapi, m.config.drain_order)",
+        TORCH_MSPTI_BUFFER_SIZE="2M",
+        TORCH_MSPTI_ALLOW_MISSING_PROFAPI="1",
         TORCH_MSPTI_DRAIN_ORDER="poll_first",
     )
     assert r.returncode == 0, r.stderr
@@ -124,6 +133,8 @@ def test_environment_variables_set_settings():
         ("TORCH_MSPTI_DRAIN_TIMEOUT_MS", "-5", "out of range"),
         ("TORCH_MSPTI_ENABLE_KERNELS", "maybe", "is not a boolean"),
         ("TORCH_MSPTI_DRAIN_ORDER", "later", "is not allowed"),
+        ("TORCH_MSPTI_PROFILER", "bogus", "is not allowed"),
+        ("TORCH_MSPTI_BUFFER_SIZE", "64X", "is not an integer"),
     ],
 )
 def test_bad_environment_values_are_reported_and_ignored(var, value, expected):
@@ -137,6 +148,10 @@ def test_bad_environment_values_are_reported_and_ignored(var, value, expected):
     out = json.loads(r.stdout)
     assert len(out["errors"]) == 1 and out["errors"] == out["diag"]
     assert var in out["errors"][0] and value in out["errors"][0] and expected in out["errors"][0]
+    assert "default" in out["errors"][0] and "allowed" in out["errors"][0] or "use " in out["errors"][0]
+    # said once, at import, by a warning naming the variable (not from inside importlib)
+    warned = [ln for ln in r.stderr.splitlines() if "RuntimeWarning" in ln and var in ln]
+    assert len(warned) == 1 and "importlib" not in warned[0], r.stderr
     defaults = {"buffer_size": 8 << 20, "drain_timeout_ms": 1000, "enable_kernels": True, "drain_order": "auto"}
     for key, default in defaults.items():
         assert out["values"][key] == default
@@ -147,7 +162,7 @@ def test_library_path_is_fixed_once_a_library_is_loaded():
 import torch_mspti as m
 sim = m.simulator_library()
 m.use_library(sim)
-assert m.diagnostics().library["available"], m.diagnostics().library
+assert m.diagnostics().library.available, m.diagnostics().library
 m.use_library(sim)  # the same path stays allowed
 try:
     m.config.library_path = "/somewhere/else/libmspti.so"
@@ -163,3 +178,31 @@ except RuntimeError as e:
 def test_use_library_rejects_non_paths():
     with pytest.raises(TypeError, match="library_path"):
         torch_mspti.use_library(42)
+
+
+def _readme_settings_rows() -> dict[str, str]:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("### Settings", 1)[1].split("\n#", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].startswith("`") and cells[0] != "`setting`":
+            rows[cells[0].strip("`")] = cells[2]
+    return rows
+
+
+def test_readme_settings_table_lists_every_setting_with_its_default():
+    rows = _readme_settings_rows()
+    settings = {s["name"]: s for s in config.settings()}
+    assert set(rows) == set(settings), (set(rows) ^ set(settings))
+    for name, s in settings.items():
+        default = s["default"]
+        text = rows[name]
+        expected = {True: "true", False: "false"}.get(default, str(default)) if default != "" else '""'
+        assert expected in text.replace("`", ""), (name, text, expected)
+
+
+def test_config_docstring_table_is_the_settings_table():
+    doc = type(config).__doc__
+    for s in config.settings():
+        assert s["name"] in doc and s["env"] in doc, s["name"]

@@ -31,7 +31,7 @@ import simrun
 from simrun import kernels, launches
 
 FORK_REASON = "process was forked from a parent that loaded MSPTI; profiling is disabled in the child"
-WARNING_MARK = "the NPU lane of this trace will be empty or incomplete"
+WARNING_MARK = "Warning: torch-mspti:"  # every plugin warning (TORCH_WARN) starts so
 
 # Common start of every scenario script: the simulator with zero delivery delay, PrivateUse1 named
 # "npu", and `launch(name, count, stream, dur_ns)`: one op (t::launch) launching `count` kernels.
@@ -196,8 +196,8 @@ def test_thousand_sessions_memory_flat_ids_unique_no_thread_or_buffer_leak(tmp_p
     assert plugin["buffers_outstanding"] == 0 and plugin["buffers_pooled"] <= 4, plugin
     totals = out["diagnostics"]["totals"]
     assert totals["buffers"]["requested"] == totals["buffers"]["completed"] >= SESSIONS
-    assert totals["buffers"]["declined"] == 0 and totals["orphan_records"] == 0
-    assert totals["kernels"] == totals["linked_kernels"] == SESSIONS * KERNELS_PER_SESSION
+    assert totals["buffers"]["declined"] == 0 and totals["dropped"]["orphan"] == 0
+    assert totals["rows"]["kernels"] == totals["linked_rows"] == SESSIONS * KERNELS_PER_SESSION
     assert plugin["sessions"] == SESSIONS
     sim = out["sim"]
     assert sim["records_dropped"] == 0 and sim["external_stack_depth"] == 0 and sim["records_pending"] == 0
@@ -231,7 +231,7 @@ def test_eight_threads_launching_concurrently_with_profile_all_threads(tmp_path)
             sync()
         prof.export_chrome_trace("trace.json")
         OUT["tids"] = tids
-        OUT["events_kernels"] = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1)
+        OUT["events_kernels"] = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1 and not e.is_user_annotation)
         OUT["session"] = diagnostics()["last_session"]
         OUT["sim"] = sim_stats()
         """,
@@ -262,10 +262,10 @@ def test_eight_threads_launching_concurrently_with_profile_all_threads(tmp_path)
             for o in ops
         ), rt
     s = out["session"]
-    print(f"8 threads: {linked} of {len(ks)} kernels linked, {s['mislinks_rejected']} foreign-stack links rejected")
-    assert linked == s["linked_kernels"] > 0
-    assert s["linked_kernels"] + s["unlinked_kernels"] == s["kernels"] == threads * per_thread
-    assert s["unlinked_kernels"] == s["mislinks_rejected"]  # every unlinked kernel is an explained rejection
+    print(f"8 threads: {linked} of {len(ks)} kernels linked: {s['links']}")
+    # Every kernel's launch call lies in one of its thread's ops: all are linked, each to that op.
+    assert linked == s["linked_rows"] == s["rows"]["kernels"] == threads * per_thread
+    assert s["links"]["verified"] + s["links"]["recovered"] == threads * per_thread, s["links"]
     assert s["errors"] == [] and s["drain"]["exit_reason"] == "balanced"
     assert out["sim"]["external_stack_depth"] == 0 and out["sim"]["records_dropped"] == 0
     assert not _warnings(stderr)
@@ -296,7 +296,7 @@ def test_hundred_thousand_kernels_through_events_and_export(tmp_path):
     # one launch event per launch, each linked to its op
     assert len(launches(run.trace)) == batches
     s = prof["session"]
-    assert s["kernels"] == s["linked_kernels"] == total
+    assert s["rows"]["kernels"] == s["linked_rows"] == total
     assert s["records_by_kind"]["KERNEL"] == total
     assert s["buffers"]["completed"] >= 5 and s["buffers"]["declined"] == 0 and s["buffers"]["abandoned"] == 0
     assert s["drain"]["exit_reason"] == "balanced" and s["errors"] == []
@@ -373,14 +373,14 @@ def test_fork_during_and_after_a_session_child_exits_and_refuses_profiling(tmp_p
                 OUT["during"] = fork_and_wait("child_during.json")
                 launch("after_fork", count=2)
             sync()
-        OUT["parent_kernels"] = sorted(e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1)
+        OUT["parent_kernels"] = sorted(e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1 and not e.is_user_annotation)
         OUT["parent_session"] = diagnostics()["last_session"]
         OUT["after"] = fork_and_wait("child_after.json")
         # the parent still profiles normally after both forks
         with profile(activities=ACTS) as prof2:
             launch("later")
             sync()
-        OUT["later_kernels"] = [e.name for e in prof2.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1]
+        OUT["later_kernels"] = [e.name for e in prof2.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1 and not e.is_user_annotation]
         OUT["parent_diag"] = diagnostics()
         OUT["sim"] = sim_stats()
         """,
@@ -394,7 +394,7 @@ def test_fork_during_and_after_a_session_child_exits_and_refuses_profiling(tmp_p
     assert len(_warnings(stderr)) == 2 and all(FORK_REASON in w for w in _warnings(stderr)), _warnings(stderr)
     assert out["parent_kernels"] == ["after_fork"] * 2 + ["before_fork"] * 3
     s = out["parent_session"]
-    assert s["errors"] == [] and s["linked_kernels"] == 5 and s["drain"]["exit_reason"] == "balanced"
+    assert s["errors"] == [] and s["linked_rows"] == 5 and s["drain"]["exit_reason"] == "balanced"
     assert out["later_kernels"] == ["later"]
     assert out["parent_diag"]["plugin"]["forked_child"] is False
     assert out["parent_diag"]["library"]["available"] is True
@@ -422,7 +422,7 @@ def test_dataloader_fork_workers_during_a_session(tmp_path):
             launch("after_loader", count=2)
             sync()
         OUT["seconds"] = time.monotonic() - t0
-        OUT["parent_kernels"] = sorted(e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1)
+        OUT["parent_kernels"] = sorted(e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1 and not e.is_user_annotation)
         OUT["parent_session"] = diagnostics()["last_session"]
         OUT["sim"] = sim_stats()
         """,
@@ -433,7 +433,7 @@ def test_dataloader_fork_workers_during_a_session(tmp_path):
         _check_child(json.loads((tmp_path / f"worker_{w}.json").read_text()))
     assert len(_warnings(stderr)) == 2, _warnings(stderr)
     assert out["parent_kernels"] == ["after_loader"] * 2 + ["before_loader"] * 2
-    assert out["parent_session"]["errors"] == [] and out["parent_session"]["linked_kernels"] == 4
+    assert out["parent_session"]["errors"] == [] and out["parent_session"]["linked_rows"] == 4
     assert out["sim"]["external_stack_depth"] == 0
 
 
@@ -441,7 +441,7 @@ def test_dataloader_fork_workers_during_a_session(tmp_path):
 # stop with kernels in flight
 
 
-def test_stop_with_kernels_still_running_ends_at_the_drain_timeout(tmp_path):
+def test_stop_with_kernels_still_running_is_bounded_and_reports_the_launches_lost(tmp_path):
     # No torch.npu module here, so torch does not synchronize the device before stopping.
     out, stderr = _run(
         tmp_path,
@@ -454,24 +454,26 @@ def test_stop_with_kernels_still_running_ends_at_the_drain_timeout(tmp_path):
             time.sleep(0.02)  # the short one has ended; the first long one runs until ~800 ms
             t0 = time.monotonic()
         OUT["stop_s"] = time.monotonic() - t0
-        OUT["first"] = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1]
+        OUT["first"] = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1 and not e.is_user_annotation]
         OUT["first_session"] = diagnostics()["last_session"]
         with profile(activities=ACTS) as prof:
             launch("next")
             sync()  # the long kernels end while this session collects
-        OUT["second"] = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1]
+        OUT["second"] = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1 and not e.is_user_annotation]
         OUT["second_session"] = diagnostics()["last_session"]
         OUT["plugin"] = diagnostics()["plugin"]
         OUT["sim"] = sim_stats()
         """,
     )
     d = out["first_session"]["drain"]
-    assert d["exit_reason"] == "timeout" and d["pending_launches"] == 4, d
-    # bounded by drain_timeout_ms, not by the kernels (the first long one ends at ~800 ms)
+    # MSPTI 26.1 discards kernels that have not ended when it is disabled: the drain does not wait
+    # for them (bounded by drain_timeout_ms, not by the kernels: the first long one ends at ~800 ms)
+    # and says how many launches it lost.
+    assert d["exit_reason"] == "quiet" and d["pending_launches"] == 4, d
     assert d["ms"] < 500 and out["stop_s"] < 0.75, (d, out["stop_s"])
     assert out["first"] == ["short"]
     warnings = _warnings(stderr)
-    assert len(warnings) == 1 and "drain timed out after 100 ms with 4 launches still pending" in warnings[0], warnings
+    assert len(warnings) == 1 and "4 launches of this session never delivered device records" in warnings[0], warnings
     # the next session is clean: the late kernels went with the old subscription (counted as dropped)
     assert out["second"] == ["next"]
     assert out["second_session"]["drain"]["exit_reason"] == "balanced" and out["second_session"]["errors"] == []

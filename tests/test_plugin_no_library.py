@@ -50,7 +50,7 @@ def _assert_cpu_only_trace_with_one_warning_and_a_reason(run: simrun.SimResult) 
     assert isinstance(lib["reason"], str) and lib["reason"].strip(), lib
     assert lib["fix"], lib
     session = run.diagnostics["last_session"]
-    assert session is not None and session["kernels"] == 0
+    assert session is not None and session["rows"]["kernels"] == 0
     return lib["reason"]
 
 

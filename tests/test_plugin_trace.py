@@ -110,10 +110,10 @@ def test_every_ac2g_start_has_a_finish_with_the_same_id_and_start_ids_are_unique
     assert all(f.get("bp") == "e" for f in finishes)
 
 
-def test_one_arrow_start_per_launch_inside_an_op_and_none_for_the_bare_launch(run, trace):
+def test_one_arrow_start_per_launch_and_the_bare_launch_is_shown_unlinked(run, trace):
     in_op = [k for k in run.launched if k["in_op"]]
     starts = flow_events(trace, "s")
-    assert len(starts) == len(in_op)
+    assert len(starts) == len(run.launched)  # every launch, the bare one included, has its arrow
     linked_launches = [e for e in launches(trace) if e["args"].get("External id")]
     assert len(linked_launches) == len(in_op)
     # each start sits on a launch event (same lane, same ts) whose correlation is the flow id
@@ -124,11 +124,14 @@ def test_one_arrow_start_per_launch_inside_an_op_and_none_for_the_bare_launch(ru
         assert (launch_ev["pid"], launch_ev["tid"]) == (s["pid"], s["tid"])
         assert launch_ev["ts"] == pytest.approx(s["ts"], abs=TS_TOL_US)
         assert "stream" not in launch_ev["args"]
-    # the kernel launched outside any op is unlinked and has no arrow
+    # the kernel launched outside any op is credited to no op, but its launch is shown: an event on
+    # the launching thread at the call's time, with an arrow and without External id
     bare = [k for k in kernels(trace) if k["name"] == "Housekeeping"]
     assert len(bare) == 1
-    assert "External id" not in bare[0]["args"]
-    assert bare[0]["args"]["correlation"] not in {s["id"] for s in starts}
+    assert "External id" not in bare[0]["args"] and bare[0]["args"]["link"] == "no_op_on_thread"
+    bare_launch = by_corr[bare[0]["args"]["correlation"]]
+    assert "External id" not in bare_launch["args"] and bare_launch["args"]["link"] == "no_op_on_thread"
+    assert bare_launch["ts"] <= bare[0]["ts"] + TS_TOL_US
 
 
 def test_multi_kernel_launch_has_one_start_and_a_finish_on_each_kernel(trace):
@@ -167,7 +170,7 @@ def test_arrow_finishes_sit_on_kernels_that_agree_with_the_launch(trace):
             and abs(k["ts"] - f["ts"]) <= TS_TOL_US
         ]
         assert len(ks) == 1, f"flow finish {f} does not sit on exactly one kernel: {ks}"
-        assert ks[0]["args"]["External id"] == by_corr[f["id"]]["args"]["External id"]
+        assert ks[0]["args"].get("External id") == by_corr[f["id"]]["args"].get("External id")
 
 
 def test_arrow_op_ids_are_ops_torch_recorded(run, trace):
@@ -175,7 +178,9 @@ def test_arrow_op_ids_are_ops_torch_recorded(run, trace):
     torch_op_ids = {o["id"]: o["name"] for o in run.profiles[0]["ops"]}
     by_corr = {e["args"]["correlation"]: e for e in launches(trace)}
     for s in flow_events(trace, "s"):
-        eid = by_corr[s["id"]]["args"]["External id"]
+        eid = by_corr[s["id"]]["args"].get("External id")
+        if eid is None:  # the bare launch
+            continue
         assert eid in ops, f"launch for flow {s['id']} names op {eid}, not a cpu_op of this trace"
         assert ops[eid]["name"] == "simrun::launch"
         assert torch_op_ids.get(eid) == "simrun::launch", f"op {eid} not among prof.events() ops"

@@ -23,7 +23,7 @@ import simrun
 _PROBE = r"""
 import json
 import torch_mspti
-lib = torch_mspti.diagnostics(load_library=True).library
+lib = torch_mspti.diagnostics(load_library=True).to_dict()["library"]
 maps = open("/proc/self/maps").read()
 print(json.dumps({"library": lib, "maps": maps}))
 """

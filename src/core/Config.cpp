@@ -202,7 +202,8 @@ bool ConfigSnapshot::flag(const char* name) const {
 }
 
 std::optional<int64_t> parseSize(const std::string& text) {
-  if (text.empty() || text[0] < '0' || text[0] > '9') return std::nullopt;
+  const size_t digits = !text.empty() && text[0] == '-' ? 1 : 0;  // negative: parsed, then out of range
+  if (text.size() <= digits || text[digits] < '0' || text[digits] > '9') return std::nullopt;
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
@@ -214,8 +215,8 @@ std::optional<int64_t> parseSize(const std::string& text) {
   else if (suffix == "M" || suffix == "m" || suffix == "MiB") shift = 20;
   else if (suffix == "G" || suffix == "g" || suffix == "GiB") shift = 30;
   else return std::nullopt;
-  if (v > (INT64_MAX >> shift)) return std::nullopt;
-  return static_cast<int64_t>(v) << shift;
+  if (v > (INT64_MAX >> shift) || v < (INT64_MIN >> shift)) return std::nullopt;
+  return static_cast<int64_t>(v) * (int64_t{1} << shift);
 }
 
 ConfigSnapshot Config::defaults() {

@@ -116,8 +116,8 @@ class Config {
   std::string lockedLibraryPath_;
 };
 
-// "64M" -> 67108864; also K, G and KiB/MiB/GiB (binary multiples); plain digits as they are.
-// nullopt when `text` is not a non-negative integer with an optional suffix.
+// "64M" -> 67108864; also K, G and KiB/MiB/GiB (binary multiples); plain digits (with an optional
+// leading '-') as they are. nullopt when `text` is not an integer with an optional suffix.
 std::optional<int64_t> parseSize(const std::string& text);
 
 }  // namespace torch_mspti

@@ -61,9 +61,10 @@ void CorrelationLedger::noteExternal(const ExternalCorrelationRecord& e) {
 }
 
 void CorrelationLedger::noteApi(const ApiRecord& api, int32_t index) {
+  const LaunchClass c = api.name ? classifyApiName(*api.name) : LaunchClass::kNone;
+  ++apiCalls_[static_cast<int>(c)];
   if (api.correlationId == 0 || api.correlationId <= staleBelow_) return;
   maxId_ = std::max(maxId_, api.correlationId);
-  const LaunchClass c = api.name ? classifyApiName(*api.name) : LaunchClass::kNone;
   LaunchEntry& entry = entries_[api.correlationId];
   const LaunchEntry before = entry;
   if (entry.firstApi < 0 || api.start < entry.firstApiStart) {

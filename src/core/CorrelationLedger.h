@@ -72,6 +72,9 @@ class CorrelationLedger {
   // launch call), UINT64_MAX when none: device records below it with no entry are stale.
   uint64_t firstOwnId() const { return firstOwnId_; }
 
+  // API records seen per LaunchClass (kNone: calls that launch nothing).
+  uint64_t apiCalls(LaunchClass c) const { return apiCalls_[static_cast<int>(c)]; }
+
   const LaunchEntry* find(uint64_t id) const;
   size_t size() const { return entries_.size(); }
 
@@ -83,6 +86,7 @@ class CorrelationLedger {
   std::unordered_map<uint64_t, LaunchEntry> entries_;
   // Pending launches per LaunchClass (index kNone = known only from external records).
   uint64_t pending_[static_cast<int>(LaunchClass::kCount)] = {};
+  uint64_t apiCalls_[static_cast<int>(LaunchClass::kCount)] = {};
   bool knows_ = false;
   uint64_t maxId_ = 0;
   uint64_t firstOwnId_ = UINT64_MAX;

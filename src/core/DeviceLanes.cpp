@@ -12,7 +12,15 @@ std::vector<int32_t> DeviceLanes::devices() const {
   return out;
 }
 
-libkineto::DeviceInfo DeviceLanes::deviceInfo(int32_t device) {
+libkineto::DeviceInfo DeviceLanes::deviceInfo(int32_t device) const {
+  if (peerNames_) {
+    return libkineto::DeviceInfo{
+        .id = device,
+        .sortIndex = 0x1000000 + device,
+        .name = "NPU",
+        .label = device == 0 ? std::string("Ascend NPU") : fmt::format("Ascend NPU {}", device),
+    };
+  }
   return libkineto::DeviceInfo{
       .id = device,
       .sortIndex = libkineto::kExceedMaxPid + device,

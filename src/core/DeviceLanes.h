@@ -23,15 +23,21 @@ namespace torch_mspti {
 class DeviceLanes {
  public:
   void addStream(int32_t device, int32_t stream) { streams_.emplace(device, stream); }
+  // torch_npu's built-in MSPTI backend writes {pid 0, sort 0x1000000, "NPU", "Ascend NPU"} into
+  // every trace (PeerBackends.h); with it loaded, devices are named and sorted the same way
+  // (name "NPU", label "Ascend NPU" for device 0 and "Ascend NPU <n>" for others, sort
+  // 0x1000000 + n), so that each device process has one consistent description.
+  void usePeerNames(bool on) { peerNames_ = on; }
   void addLaunchThread(int32_t pid, int32_t tid) { launchThreads_.emplace(pid, tid); }
   std::vector<int32_t> devices() const;
 
-  static libkineto::DeviceInfo deviceInfo(int32_t device);
+  libkineto::DeviceInfo deviceInfo(int32_t device) const;
   std::vector<libkineto::ResourceInfo> resourceInfos() const;
 
  private:
   std::set<std::pair<int32_t, int32_t>> streams_;        // (device, stream)
   std::set<std::pair<int32_t, int32_t>> launchThreads_;  // (pid, tid)
+  bool peerNames_ = false;
 };
 
 }  // namespace torch_mspti

@@ -85,7 +85,11 @@ void MsptiActivityProfilerSession::warnOnce(const std::string& key, const std::s
   if (std::find(warned_.begin(), warned_.end(), key) != warned_.end()) return;
   warned_.push_back(key);
   try {
-    if (deps_.warn) deps_.warn(message);
+    // Point at what can answer: this process's diagnostics, or the health report in the trace.
+    if (deps_.warn)
+      deps_.warn(message +
+                 ". Details: torch_mspti.diagnostics() in this process, or `torch-mspti doctor TRACE.json` for the "
+                 "saved trace");
   } catch (...) {
   }
 }
@@ -132,8 +136,16 @@ bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
   if (deps_.stats) deps_.stats->noteEnable(kind, static_cast<int>(res), note);
   if (res == MSPTI_SUCCESS) enabledKinds_.push_back(kind);
   else if (report) errors_.push_back(describeCall("msptiActivityEnable", kindName(kind), res));
-  if (!note.empty() && copies) warnOnce("copies", "torch-mspti: no memory copies in this trace: " + note);
+  if (!note.empty() && copies) copiesNote_ = note;
   return res == MSPTI_SUCCESS;
+}
+
+void MsptiActivityProfilerSession::reclaimCallbacks() noexcept {
+  if (!reclaimCallbacks_.exchange(false)) return;
+  try {
+    MsptiActivityApi(*fns_).registerCallbacks(&MsptiBufferPool::onRequest, &MsptiBufferPool::onComplete);
+  } catch (...) {
+  }
 }
 
 void MsptiActivityProfilerSession::start() {
@@ -186,6 +198,8 @@ bool MsptiActivityProfilerSession::arm() {
     enable(MSPTI_ACTIVITY_KIND_API, true);
   generation_ = forwarder_->arm(forwarding ? fns_ : nullptr);
   armed_ = true;
+  if (deps_.peer.present) reclaimCallbacks_.store(true);
+  lanes_.usePeerNames(deps_.peer.present);
   return true;
 }
 
@@ -209,6 +223,15 @@ void MsptiActivityProfilerSession::collect() {
     state_ = SessionState::kFailed;
     status_ = libkineto::TraceStatus::ERROR;
     return;
+  }
+  if (deps_.peer.present) {
+    // The peer may have stopped first: its stop() disables MSPTI's kinds (ours), which on
+    // libraries that do not pull device data on Disable loses what is still on its way; enable
+    // ours again at once, and take the callbacks back before the drain's first FlushAll.
+    reclaimCallbacks_.store(true);
+    reclaimCallbacks();
+    MsptiActivityApi api(*fns_);
+    for (auto kind : enabledKinds_) api.enable(kind);
   }
   DrainStats drain;
   if (deps_.config.synchronizeDevices && deps_.synchronizeDevices) {
@@ -286,6 +309,12 @@ void MsptiActivityProfilerSession::collect() {
     warnOnce("timeout", fmt::format("torch-mspti: the drain timed out after {} ms with {} launches still without "
                                     "device records (raise drain_timeout_ms)",
                                     deps_.config.drainTimeoutMs, drain.pendingLaunches));
+  else if (drain.pendingLaunches > 0 && deps_.peer.present && drain.order == "poll_first")
+    warnOnce("pending", fmt::format("torch-mspti: {} launches of this session never delivered device records: {} "
+                                    "stopped before torch-mspti and disabled MSPTI's kinds, and this MSPTI (before "
+                                    "26.1) drops what is still on its way then; use MSPTI 26.1 or newer, or "
+                                    "TORCH_MSPTI_PROFILER=off to let it serve",
+                                    drain.pendingLaunches, deps_.peer.description));
   else if (drain.pendingLaunches > 0)
     warnOnce("pending", fmt::format("torch-mspti: {} launches of this session never delivered device records "
                                     "(still running when MSPTI stopped collecting?)",
@@ -297,6 +326,14 @@ void MsptiActivityProfilerSession::collect() {
   if (counters_.staleRecords > 0)
     warnOnce("stale", fmt::format("torch-mspti: {} records of an earlier session arrived in this one and were dropped",
                                   counters_.staleRecords));
+  const CorrelationLedger& ledger = store_->ledger();
+  const uint64_t copyCalls = ledger.apiCalls(LaunchClass::kMemcpy) + ledger.apiCalls(LaunchClass::kMemset);
+  const uint64_t copyRecords =
+      store_->recordsByKind()[MSPTI_ACTIVITY_KIND_MEMCPY] + store_->recordsByKind()[MSPTI_ACTIVITY_KIND_MEMSET];
+  if (!copiesNote_.empty() && copyCalls > 0 && copyRecords == 0 && deps_.stats && deps_.stats->firstTime("copies"))
+    warnOnce("copies", fmt::format("torch-mspti: the program made {} memory copy/memset calls but the trace has no "
+                                   "copy rows: {}",
+                                   copyCalls, copiesNote_));
   if (hostClock_->kind() == HostClock::Kind::kUntrusted)
     warnOnce("clock", "torch-mspti: MSPTI's API records are on an unknown host clock: no link could be verified");
 }
@@ -325,7 +362,7 @@ void MsptiActivityProfilerSession::process(libkineto::ActivityLogger& logger,
     for (const auto& act : buffer_->activities) logger.handleActivity(*act);
     // getDeviceInfo() names the first device; the others are named here (kineto.md 6, step 6).
     const auto devices = lanes_.devices();
-    for (size_t i = 1; i < devices.size(); ++i) logger.handleDeviceInfo(DeviceLanes::deviceInfo(devices[i]), startNs_);
+    for (size_t i = 1; i < devices.size(); ++i) logger.handleDeviceInfo(lanes_.deviceInfo(devices[i]), startNs_);
     if (counters_.deviceRows > 0 && counters_.unlinkedNoOp * 2 > counters_.deviceRows)
       warnOnce("task-queue",
                fmt::format("torch-mspti: {} of {} device rows were launched from threads that ran no op (torch_npu's "
@@ -348,7 +385,7 @@ std::unique_ptr<libkineto::DeviceInfo> MsptiActivityProfilerSession::getDeviceIn
   try {
     const auto devices = lanes_.devices();
     if (devices.empty()) return nullptr;
-    return std::make_unique<libkineto::DeviceInfo>(DeviceLanes::deviceInfo(devices.front()));
+    return std::make_unique<libkineto::DeviceInfo>(lanes_.deviceInfo(devices.front()));
   } catch (...) {
     return nullptr;
   }

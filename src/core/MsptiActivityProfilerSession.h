@@ -41,6 +41,7 @@
 #include "LaunchTable.h"
 #include "MsptiBufferPool.h"
 #include "MsptiLibrary.h"
+#include "PeerBackends.h"
 #include "RecordStore.h"
 #include "SessionStats.h"
 
@@ -70,6 +71,8 @@ struct SessionDeps {
   int32_t processId = 0;
   // Set to 1 when this session collected its trace's device data, 0 when it could not (may be null).
   std::atomic<int>* collectedFlag = nullptr;
+  // Another MSPTI consumer kineto drives beside us (torch_npu's built-in backend), if loaded.
+  PeerBackend peer;
 };
 
 class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession {
@@ -91,8 +94,13 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::string getDeviceProperties() override;
   std::unordered_map<std::string, std::string> getMetadata() override;
 
-  // Hot path: every op, on the op's thread.
-  void pushCorrelationId(uint64_t id) override { forwarder_->push(CorrelationForwarder::kOps, id); }
+  // Hot path: every op, on the op's thread. With a peer backend, the first op after start() also
+  // takes MSPTI's buffer callbacks back: the peer registers its own in its start(), and kineto may
+  // have started it after us (PeerBackends.h). One relaxed load otherwise.
+  void pushCorrelationId(uint64_t id) override {
+    if (reclaimCallbacks_.load(std::memory_order_relaxed)) reclaimCallbacks();
+    forwarder_->push(CorrelationForwarder::kOps, id);
+  }
   void popCorrelationId() override { forwarder_->pop(CorrelationForwarder::kOps); }
   void pushUserCorrelationId(uint64_t id) override { forwarder_->push(CorrelationForwarder::kUser, id); }
   void popUserCorrelationId() override { forwarder_->pop(CorrelationForwarder::kUser); }
@@ -104,6 +112,7 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
 
  private:
   bool subscribe();  // constructor's body
+  void reclaimCallbacks() noexcept;  // registers our buffer callbacks again (once per request)
   bool arm();        // start()'s body; false when collection could not start
   void collect();    // stop()'s body
   void process(libkineto::ActivityLogger& logger, const libkineto::getLinkedActivityCallback* linked);
@@ -119,9 +128,11 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   SessionState state_ = SessionState::kConfigured;
   std::vector<std::string> errors_;
   std::vector<std::string> warned_;  // keys of warnings given
+  std::string copiesNote_;           // why MEMCPY/MEMSET cannot deliver ("" when they can)
   bool subscribed_ = false;
   bool armed_ = false;
   bool published_ = false;
+  std::atomic<bool> reclaimCallbacks_{false};
   msptiSubscriberHandle subscriber_ = nullptr;
   std::vector<msptiActivityKind> enabledKinds_;
   std::shared_ptr<RecordStore> store_;

@@ -5,6 +5,7 @@
 #include <libkineto.h>
 
 #include "ForkGuard.h"
+#include "PeerBackends.h"
 
 namespace torch_mspti {
 namespace {
@@ -70,6 +71,7 @@ SessionDeps PluginContext::sessionDeps() {
   d.warn = [](const std::string& message) { TORCH_WARN(message); };
   d.processId = libkineto::processId();
   d.collectedFlag = &status.lastTraceOurs;
+  d.peer = detectPeerBackend();
   return d;
 }
 

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include <c10/core/DeviceType.h>
+#include <libkineto.h>
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
 
 #include "MsptiActivityProfiler.h"
@@ -44,8 +45,12 @@ RegistrationStatus registerProfiler(PluginContext& context) {
         "TORCH_MSPTI_PROFILER=mspti to use torch-mspti instead";
     return gStatus;
   }
+  // Straight with kineto, which keeps every child profiler, rather than through torch's one-slot
+  // PrivateUse1 registry: a peer that registers there later (a torch_npu build using
+  // REGISTER_PRIVATEUSE1_PROFILER) cannot then replace us, and kineto's on-demand tracing, which
+  // skips the registry (kineto.md 1.1), sees us too.
   PluginContext* ctx = &context;
-  registry.registerFactory([ctx]() -> std::unique_ptr<libkineto::IActivityProfiler> {
+  libkineto::api().registerProfilerFactory([ctx]() -> std::unique_ptr<libkineto::IActivityProfiler> {
     return std::make_unique<MsptiActivityProfiler>(*ctx);
   });
   gStatus.registered = true;
@@ -60,9 +65,7 @@ RegistrationStatus registerProfiler(PluginContext& context) {
 
 RegistrationStatus registrationStatus() {
   std::lock_guard<std::mutex> lock(gMutex);
-  RegistrationStatus s = gStatus;
-  s.forwardedToKineto = torch::profiler::impl::PrivateUse1ProfilerRegistry::instance().isRegisteredWithKineto();
-  return s;
+  return gStatus;
 }
 
 std::string privateUse1BackendName() { return c10::get_privateuse1_backend(); }

@@ -1,17 +1,17 @@
-// Registering the profiler factory with torch's PrivateUse1 profiler registry.
+// Registering the profiler factory with kineto.
 //
 // Done explicitly when the Python package is imported (never from a static initialiser), so the
-// `profiler` setting (TORCH_MSPTI_PROFILER) can decide. torch's registry keeps only the last
-// factory registered and forwards it to kineto when the first PrivateUse1 trace is prepared
-// (kineto.md 1.1). Modes:
-//  * auto: register, replacing a factory torch_npu's built-in MSPTI backend put into the registry;
-//    keep any other PrivateUse1 profiler that was registered before (a vendor profiler that does
-//    not use MSPTI) and do not register;
-//  * mspti: register, replacing whatever is in the registry;
+// `profiler` setting (TORCH_MSPTI_PROFILER) can decide. The factory goes straight to kineto
+// (libkineto::api().registerProfilerFactory: queued until kineto initialises at the first trace,
+// then instantiated once, kineto.md 1.1), like torch_npu's built-in MSPTI backend does: kineto
+// keeps every such child profiler, while torch's PrivateUse1 registry keeps one and a peer
+// registering there after us would replace us. Modes:
+//  * auto: register, unless another vendor's PrivateUse1 profiler (one that is not torch_npu's
+//    MSPTI backend) is already in torch's PrivateUse1 registry: that device is not ours;
+//  * mspti: register whatever else is registered;
 //  * off: never register.
-// torch_npu releases that register their MSPTI backend straight with kineto are not in torch's
-// registry at all: with auto and mspti torch-mspti still serves the NPU lane (see PeerBackends.h
-// and MsptiActivityProfilerSession.h for how).
+// With auto and mspti torch-mspti serves the NPU lane also when torch_npu's built-in backend is
+// loaded, in either import order (PeerBackends.h, MsptiActivityProfilerSession.h).
 // Thread-safety: registerProfiler() is serialised by a mutex.
 #pragma once
 
@@ -26,9 +26,8 @@ class PluginContext;
 struct RegistrationStatus {
   ProfilerMode mode = ProfilerMode::kAuto;
   bool attempted = false;
-  bool registered = false;       // our factory is in torch's registry (as of our call)
-  bool otherFactory = false;     // a PrivateUse1 factory was in the registry before ours
-  bool forwardedToKineto = false;
+  bool registered = false;       // our factory was handed to kineto
+  bool otherFactory = false;     // a factory was in torch's PrivateUse1 registry when we registered
   std::string message;           // one line: which profiler serves PrivateUse1 traces
 };
 

@@ -47,6 +47,14 @@ void StatsRegistry::noteEnable(int kind, int result, std::string note) {
   if (kind > 0 && kind < MSPTI_ACTIVITY_KIND_COUNT) enables_[static_cast<size_t>(kind)] = {result, std::move(note)};
 }
 
+bool StatsRegistry::firstTime(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& k : said_)
+    if (k == key) return false;
+  said_.push_back(key);
+  return true;
+}
+
 std::vector<EnableOutcome> StatsRegistry::enableOutcomes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return enables_;

@@ -57,6 +57,8 @@ class StatsRegistry {
   uint64_t sessions() const;
   void noteEnable(int kind, int result, std::string note);
   std::vector<EnableOutcome> enableOutcomes() const;  // indexed by kind
+  // True the first time `key` is asked for in the process (warnings said once per process).
+  bool firstTime(const std::string& key);
   // The fork guard holds the lock across fork().
   void lockForFork() { mutex_.lock(); }
   void unlockAfterFork() { mutex_.unlock(); }
@@ -67,6 +69,7 @@ class StatsRegistry {
   SessionCounters totals_;
   uint64_t sessions_ = 0;
   std::vector<EnableOutcome> enables_ = std::vector<EnableOutcome>(MSPTI_ACTIVITY_KIND_COUNT);
+  std::vector<std::string> said_;
 };
 
 // The counters as JSON members: records_by_kind, records, one object per group; `tracePhase`

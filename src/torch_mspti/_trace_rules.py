@@ -20,6 +20,7 @@ TOLERANCE_US = 0.0015
 
 DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 OP_CAT = "cpu_op"
+USER_RANGE_CAT = "user_annotation"  # record_function ranges: launches inside one link to it
 LAUNCH_CAT = "privateuse1_runtime"
 FLOW_CAT = "ac2g"
 HEALTH_KEY = "torch_mspti"
@@ -40,7 +41,8 @@ RULES: dict[str, str] = {
     "flow-end-binding": 'an ac2g finish has "bp": "e" (bind to the enclosing slice)',
     "flow-link-mismatch": "both ends of an arrow agree on correlation and External id",
     "kernel-overlap-in-stream": "kernels on one stream (pid + tid) do not overlap",
-    "launch-not-nested-in-op": "each launch lies inside a cpu_op slice on its pid/tid",
+    "launch-not-nested-in-op": "each launch linked to an op (it has an External id) lies inside a cpu_op or "
+    "user_annotation slice on its pid/tid",
     "npu-lane-unnamed": "device processes have process_name and process_labels, streams a thread_name",
     "npu-lane-sorted-above-cpu": "device processes sort below (after) every CPU process",
     "link-ratio-below-min": "the share of kernels with an External id reaches --min-link-ratio",
@@ -236,7 +238,7 @@ def _index_slice(ix: Index, sink: Sink, i: int, e: dict) -> None:
             if args.get("External id"):
                 ix.linked_kernels += 1
             _check_kernel_args(sink, i, e, args)
-    elif cat == OP_CAT:
+    elif cat in (OP_CAT, USER_RANGE_CAT):
         ix.host_pids.add(pid)
         ix.op_slices[lane].append(item)
     elif cat == LAUNCH_CAT:
@@ -413,13 +415,13 @@ def check_launch_nesting(ix: Index, sink: Sink, tol: float) -> None:
     for i in ix.launches:
         e = ix.events[i]
         lane = (e.get("pid"), e.get("tid"))
-        if e["dur"] < 0:
-            continue
+        if e["dur"] < 0 or not _args(e).get("External id"):
+            continue  # a launch no op owns (task queue, housekeeping thread) sits on its thread's lane
         if lane not in ops or not ops[lane].covers(e["ts"], e["ts"] + e["dur"], tol):
             sink.add(
                 "launch-not-nested-in-op",
                 f"launch {e.get('name')!r} at ts {fmt_ts(e['ts'])} on "
-                f"{lane_name(*lane, False)} lies inside no cpu_op slice",
+                f"{lane_name(*lane, False)} lies inside no cpu_op or user_annotation slice",
                 i,
             )
 
