@@ -41,7 +41,7 @@ static pthread_mutex_t g_log_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_state_mutex = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long g_seq;
 static void* g_target;
-static RequestFn g_request;   /* last registered pair (what MSPTI would call) */
+static RequestFn g_request; /* last registered pair (what MSPTI would call) */
 static CompleteFn g_complete;
 
 /* Which request callback supplied each buffer still outstanding (small fixed table). */
@@ -82,8 +82,7 @@ static void* target_symbol(const char* name) {
     const char* path = getenv("MSPTI_TRACE_TARGET");
     if (path != NULL && *path != '\0') g_target = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
     if (g_target == NULL) {
-      fprintf(stderr, "mspti_trace_shim: cannot load MSPTI_TRACE_TARGET=%s: %s\n", path ? path : "(unset)",
-              dlerror());
+      fprintf(stderr, "mspti_trace_shim: cannot load MSPTI_TRACE_TARGET=%s: %s\n", path ? path : "(unset)", dlerror());
       abort();
     }
   }
@@ -137,7 +136,7 @@ static void trampoline_request(uint8_t** buffer, size_t* size, size_t* maxNumRec
 /* Record kinds and sizes as in third_party/mspti (mspti.md 3); only the kind field is read. */
 static void count_kinds(const uint8_t* buffer, size_t valid, char* out, size_t cap) {
   msptiResult (*next)(uint8_t*, size_t, void**) =
-      (msptiResult(*)(uint8_t*, size_t, void**))target_symbol("msptiActivityGetNextRecord");
+      (msptiResult (*)(uint8_t*, size_t, void**))target_symbol("msptiActivityGetNextRecord");
   unsigned counts[16] = {0};
   void* record = NULL;
   while (buffer != NULL && next((uint8_t*)buffer, valid, &record) == 0 && record != NULL) {
@@ -163,13 +162,13 @@ static void trampoline_complete(uint8_t* buffer, size_t size, size_t validSize) 
 }
 
 EXPORT msptiResult msptiSubscribe(void** subscriber, void* callback, void* userdata) {
-  msptiResult r = FORWARD(msptiResult(*)(void**, void*, void*), msptiSubscribe)(subscriber, callback, userdata);
+  msptiResult r = FORWARD(msptiResult (*)(void**, void*, void*), msptiSubscribe)(subscriber, callback, userdata);
   logf_(CALLER, "msptiSubscribe(callback=%s) -> %d handle=%p", owner(callback), r, subscriber ? *subscriber : NULL);
   return r;
 }
 
 EXPORT msptiResult msptiUnsubscribe(void* subscriber) {
-  msptiResult r = FORWARD(msptiResult(*)(void*), msptiUnsubscribe)(subscriber);
+  msptiResult r = FORWARD(msptiResult (*)(void*), msptiUnsubscribe)(subscriber);
   logf_(CALLER, "msptiUnsubscribe(%p) -> %d", subscriber, r);
   return r;
 }
@@ -178,14 +177,14 @@ EXPORT msptiResult msptiActivityRegisterCallbacks(RequestFn request, CompleteFn 
   const char* caller = CALLER;
   msptiResult r;
   if (request == NULL || complete == NULL) {
-    r = FORWARD(msptiResult(*)(RequestFn, CompleteFn), msptiActivityRegisterCallbacks)(request, complete);
+    r = FORWARD(msptiResult (*)(RequestFn, CompleteFn), msptiActivityRegisterCallbacks)(request, complete);
   } else {
     pthread_mutex_lock(&g_state_mutex);
     g_request = request;
     g_complete = complete;
     pthread_mutex_unlock(&g_state_mutex);
-    r = FORWARD(msptiResult(*)(RequestFn, CompleteFn), msptiActivityRegisterCallbacks)(trampoline_request,
-                                                                                      trampoline_complete);
+    r = FORWARD(msptiResult (*)(RequestFn, CompleteFn), msptiActivityRegisterCallbacks)(trampoline_request,
+                                                                                        trampoline_complete);
   }
   logf_(caller, "msptiActivityRegisterCallbacks(request=%s, complete=%s) -> %d", owner((void*)request),
         owner((void*)complete), r);
@@ -193,49 +192,49 @@ EXPORT msptiResult msptiActivityRegisterCallbacks(RequestFn request, CompleteFn 
 }
 
 EXPORT msptiResult msptiActivityEnable(int kind) {
-  msptiResult r = FORWARD(msptiResult(*)(int), msptiActivityEnable)(kind);
+  msptiResult r = FORWARD(msptiResult (*)(int), msptiActivityEnable)(kind);
   logf_(CALLER, "msptiActivityEnable(%d) -> %d", kind, r);
   return r;
 }
 
 EXPORT msptiResult msptiActivityDisable(int kind) {
-  msptiResult r = FORWARD(msptiResult(*)(int), msptiActivityDisable)(kind);
+  msptiResult r = FORWARD(msptiResult (*)(int), msptiActivityDisable)(kind);
   logf_(CALLER, "msptiActivityDisable(%d) -> %d", kind, r);
   return r;
 }
 
 EXPORT _Bool msptiActivityIsEnabled(int kind) {
-  _Bool r = FORWARD(_Bool(*)(int), msptiActivityIsEnabled)(kind);
+  _Bool r = FORWARD(_Bool (*)(int), msptiActivityIsEnabled)(kind);
   logf_(CALLER, "msptiActivityIsEnabled(%d) -> %d", kind, (int)r);
   return r;
 }
 
 EXPORT msptiResult msptiActivityGetNextRecord(uint8_t* buffer, size_t valid, void** record) {
-  return FORWARD(msptiResult(*)(uint8_t*, size_t, void**), msptiActivityGetNextRecord)(buffer, valid, record);
+  return FORWARD(msptiResult (*)(uint8_t*, size_t, void**), msptiActivityGetNextRecord)(buffer, valid, record);
 }
 
 EXPORT msptiResult msptiActivityFlushAll(uint32_t flag) {
   const char* caller = CALLER;
   logf_(caller, "msptiActivityFlushAll(%u) ...", flag);
-  msptiResult r = FORWARD(msptiResult(*)(uint32_t), msptiActivityFlushAll)(flag);
+  msptiResult r = FORWARD(msptiResult (*)(uint32_t), msptiActivityFlushAll)(flag);
   logf_(caller, "msptiActivityFlushAll(%u) -> %d", flag, r);
   return r;
 }
 
 EXPORT msptiResult msptiActivityFlushPeriod(uint32_t ms) {
-  msptiResult r = FORWARD(msptiResult(*)(uint32_t), msptiActivityFlushPeriod)(ms);
+  msptiResult r = FORWARD(msptiResult (*)(uint32_t), msptiActivityFlushPeriod)(ms);
   logf_(CALLER, "msptiActivityFlushPeriod(%u) -> %d", ms, r);
   return r;
 }
 
 EXPORT msptiResult msptiActivityPushExternalCorrelationId(int kind, uint64_t id) {
-  msptiResult r = FORWARD(msptiResult(*)(int, uint64_t), msptiActivityPushExternalCorrelationId)(kind, id);
+  msptiResult r = FORWARD(msptiResult (*)(int, uint64_t), msptiActivityPushExternalCorrelationId)(kind, id);
   logf_(CALLER, "msptiActivityPushExternalCorrelationId(%d, %llu) -> %d", kind, (unsigned long long)id, r);
   return r;
 }
 
 EXPORT msptiResult msptiActivityPopExternalCorrelationId(int kind, uint64_t* last) {
-  msptiResult r = FORWARD(msptiResult(*)(int, uint64_t*), msptiActivityPopExternalCorrelationId)(kind, last);
+  msptiResult r = FORWARD(msptiResult (*)(int, uint64_t*), msptiActivityPopExternalCorrelationId)(kind, last);
   logf_(CALLER, "msptiActivityPopExternalCorrelationId(%d) -> %d id=%llu", kind, r,
         last ? (unsigned long long)*last : 0ULL);
   return r;
