@@ -182,11 +182,20 @@ def fake_cann() -> FakeCann:
 # ------------------------------------------------------------------------------------------ stand-in
 
 
+_STANDIN_VARIANTS = {
+    "kineto": ("standin", "torch_npu/lib/libtorch_npu.so"),
+    "registry": ("standin-registry", "torch_npu/lib/libtorch_npu.so"),
+    "vendor": ("standin-vendor", "other_vendor/lib/libother_vendor_profiler.so"),
+}
+
+
 def standin_peer(variant: str = "kineto") -> Peer:
-    """The stand-in backend; ``variant`` "kineto" registers as torch_npu 2.13.0 does (straight with
-    libkineto from a static initialiser), "registry" through torch's PrivateUse1 profiler registry."""
-    if variant not in ("kineto", "registry"):
-        raise ValueError(f"variant must be 'kineto' or 'registry', not {variant!r}")
+    """The stand-in backend (tests/torch_npu_peer/standin). ``variant``: "kineto" registers as torch_npu
+    2.13.0 does (straight with libkineto from a static initialiser); "registry" through torch's
+    PrivateUse1 profiler registry; "vendor" is "registry" under another name (some other vendor's
+    PrivateUse1 profiler, not torch_npu's). All three variants are built at once."""
+    if variant not in _STANDIN_VARIANTS:
+        raise ValueError(f"variant must be one of {sorted(_STANDIN_VARIANTS)}, not {variant!r}")
     src = PEER_SOURCES / "standin"
     inputs = sorted(src.iterdir()) + [REPO / "cmake" / "FindTorchForPlugin.cmake"]
     inputs += sorted((REPO / "third_party" / "mspti" / "include" / "mspti").iterdir())
@@ -195,18 +204,16 @@ def standin_peer(variant: str = "kineto") -> Peer:
     def build(tmp: Path) -> None:
         env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
         gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-        _run(
-            ["cmake", "-S", str(src), "-B", str(tmp / "build"), *gen, f"-DPython_EXECUTABLE={sys.executable}"],
-            "configuring the stand-in",
-            env=env,
-        )
+        configure = ["cmake", "-S", str(src), "-B", str(tmp / "build"), *gen, f"-DPython_EXECUTABLE={sys.executable}"]
+        _run(configure, "configuring the stand-in", env=env)
         _run(["cmake", "--build", str(tmp / "build"), "-j", "2"], "building the stand-in", env=env)
-        for v in ("kineto", "registry"):
+        for v in _STANDIN_VARIANTS:
             shutil.copytree(tmp / "build" / v, tmp / v)
         shutil.rmtree(tmp / "build")
 
-    lib = cached(f"standin-{key}", build) / variant / "torch_npu" / "lib" / "libtorch_npu.so"
-    return Peer("standin" if variant == "kineto" else "standin-registry", lib, read_version(lib))
+    kind, rel = _STANDIN_VARIANTS[variant]
+    lib = cached(f"standin-{key}", build) / variant / rel
+    return Peer(kind, lib, read_version(lib))
 
 
 def _torch_version() -> str:

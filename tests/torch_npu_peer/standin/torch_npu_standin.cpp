@@ -21,6 +21,8 @@
 //
 // The class names are those of the real backend (torch_npu::profiler::MsptiActivityProfilerPoc for
 // the profiler, MsptiActivityProfiler for the session): their RTTI names are what a detector looks for.
+// -DSTANDIN_NAMESPACE=other_vendor::profiler builds the same code under another name: a PrivateUse1
+// profiler of some other vendor, which must not be mistaken for torch_npu's.
 // Thread-safety: buffer callbacks run on MSPTI's threads; all shared state is behind g_mutex.
 #include <dlfcn.h>
 #include <unistd.h>
@@ -47,7 +49,11 @@
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
 #endif
 
-namespace torch_npu::profiler {
+#ifndef STANDIN_NAMESPACE
+#define STANDIN_NAMESPACE torch_npu::profiler
+#endif
+
+namespace STANDIN_NAMESPACE {
 namespace {
 
 using libkineto::ActivityType;
@@ -367,4 +373,4 @@ struct RegisterWithKineto {
 }  // namespace
 #endif
 
-}  // namespace torch_npu::profiler
+}  // namespace STANDIN_NAMESPACE
