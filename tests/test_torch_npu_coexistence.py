@@ -19,6 +19,12 @@ profile (kineto then runs our session before the peer's). Each case runs in its 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import npu_peer
 import pytest
 import simrun
@@ -71,3 +77,60 @@ def test_peer_writes_no_device_process_of_its_own(peer, order, tmp_path):
     ]
     foreign = [row for row in rows if row[1] in ({"name": "NPU"}, {"labels": "Ascend NPU"}, {"sort_index": 0x1000000})]
     assert not foreign, f"the peer's device process metadata for pid 0: {foreign}; all rows: {rows}"
+
+
+HARDWARE_CHILD = r"""
+import importlib.metadata, json, os, sys, tempfile
+os.environ["TASK_QUEUE_ENABLE"] = "0"  # launches inside their ops, so they can be linked
+import torch
+if sys.argv[1] == "peer_first":
+    import torch_npu, torch_mspti
+else:
+    import torch_mspti, torch_npu
+from torch.profiler import ProfilerActivity, profile
+x = torch.randn(64, 64, device="npu")
+torch.npu.synchronize()
+with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+    for _ in range(3):
+        y = (x @ x + 1).sum()
+path = tempfile.mktemp(suffix=".json")
+prof.export_chrome_trace(path)
+print("@@" + json.dumps({"trace": path, "version": importlib.metadata.version("torch_npu"),
+                         "plugin": torch_mspti.diagnostics(load_library=False).to_dict()["plugin"]}, default=str))
+"""
+
+
+@pytest.mark.npu
+@pytest.mark.parametrize("order", ["peer_first", "ours_first"])
+@pytest.mark.parametrize("mode", ["auto", "mspti", "off"])
+def test_real_torch_npu_on_ascend(order, mode):
+    """The same rule with the real torch_npu and CANN on an Ascend device (marker npu)."""
+    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "TORCH_MSPTI_PROFILER": mode}
+    proc = subprocess.run(
+        [sys.executable, "-c", HARDWARE_CHILD, order], capture_output=True, text=True, env=env, timeout=600
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@")]
+    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
+    out = json.loads(lines[-1][2:])
+    trace = json.loads(Path(out["trace"]).read_text())
+    kernels = simrun.kernels(trace)
+    assert kernels, "no kernels in the trace"
+    other = json.dumps(out["plugin"].get("other_profiler"))
+    assert "torch_npu" in other and out["version"] in other, out["plugin"]
+    if mode == "off":
+        assert out["plugin"]["last_trace_used_ours"] is False
+        assert trace.get("torch_mspti") is None
+        return
+    assert trace["torch_mspti"]["state"] == "stopped" and not trace["torch_mspti"]["errors"], trace["torch_mspti"]
+    assert out["plugin"]["last_trace_used_ours"] is True
+    assert all("streamId" not in k.get("args", {}) for k in kernels), "kernels of torch_npu's backend in the trace"
+    keys = [(k["pid"], k["tid"], k["ts"], k["name"]) for k in kernels]
+    assert len(keys) == len(set(keys)), "a kernel appears twice"
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in simrun.metadata(trace, "thread_name")}
+    assert not [n for n in threads.values() if n.startswith("NPU stream")], threads
+    for pid in {k["pid"] for k in kernels}:
+        rows = [e["args"] for e in simrun.metadata(trace, "process_sort_index") if e["pid"] == pid]
+        assert rows and rows[-1] == {"sort_index": 5_000_000 + pid}, rows
+    ops = {e["args"]["External id"] for e in simrun.cpu_ops(trace) if "External id" in e.get("args", {})}
+    linked = [k for k in kernels if k.get("args", {}).get("External id") in ops]
+    assert linked, "no kernel is linked to an op"
