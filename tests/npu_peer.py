@@ -155,28 +155,32 @@ def _run(cmd: list[str], what: str, timeout: float = 600, **kw) -> subprocess.Co
 # ------------------------------------------------------------------------------------------ fake CANN
 
 
-def fake_cann() -> FakeCann:
-    """The CANN root with the logging shim as lib64/libmspti.so (built once per shim source)."""
+# Shim build flags per simulator generation (None = the default 26.1 library): the shim exports the
+# same MSPTI symbols as the library it wraps, as torch-mspti picks its drain order from them.
+_SHIM_FLAGS = {
+    None: (),
+    "26.1": (),
+    "26.0": ("-DSHIM_NO_IS_ENABLED",),
+    "8.2": ("-DSHIM_NO_IS_ENABLED",),
+    "8.1": ("-DSHIM_NO_IS_ENABLED",),
+    "8.0.RC3": ("-DSHIM_NO_IS_ENABLED", "-DSHIM_NO_EXTERNAL_CORRELATION"),
+}
+
+
+def fake_cann(generation: str | None = None) -> FakeCann:
+    """The CANN root with the logging shim as lib64/libmspti.so, exporting the MSPTI symbols of the
+    simulator ``generation`` (see ``torch_mspti.simulator_library``); built once per source and flags."""
     shim = PEER_SOURCES / "mspti_trace_shim.c"
+    flags = _SHIM_FLAGS[generation]
 
     def build(tmp: Path) -> None:
         (tmp / "lib64").mkdir()
+        out = str(tmp / "lib64" / "libmspti.so")
         _run(
-            [
-                "gcc",
-                "-shared",
-                "-fPIC",
-                "-O1",
-                "-o",
-                str(tmp / "lib64" / "libmspti.so"),
-                str(shim),
-                "-ldl",
-                "-lpthread",
-            ],
-            "compiling the MSPTI shim",
+            ["gcc", "-shared", "-fPIC", "-O1", *flags, "-o", out, str(shim), "-ldl", "-lpthread"], "compiling the shim"
         )
 
-    return FakeCann(cached(f"fake-cann-{digest(shim)}", build))
+    return FakeCann(cached(f"fake-cann-{digest(shim, *flags)}", build))
 
 
 # ------------------------------------------------------------------------------------------ stand-in

@@ -348,7 +348,9 @@ def run(
         peer_lib, order = peer
         if library != "sim" or order not in PEER_ORDERS:
             raise ValueError(f"peer needs library='sim' and an order in {PEER_ORDERS}")
-        child_env.update(npu_peer.fake_cann().env(_simulator_path(generation), out_dir / "mspti_calls.log", peer_lib))
+        child_env.update(
+            npu_peer.fake_cann(generation).env(_simulator_path(generation), out_dir / "mspti_calls.log", peer_lib)
+        )
         # peer_first: torch must not autoload torch_mspti before the peer is loaded.
         child_env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0" if order == "peer_first" else "1"
         (out_dir / "mspti_calls.log").unlink(missing_ok=True)

@@ -1,8 +1,11 @@
 /* A logging libmspti.so for the torch_npu coexistence tests.
  *
- * Exports the MSPTI 26.1 entry points (the set of the default simulator, src/sim/README.md) and
- * forwards each call to the library named by MSPTI_TRACE_TARGET (an absolute path, normally
- * torch_mspti.simulator_library()), after appending one line to MSPTI_TRACE_LOG:
+ * Exports the MSPTI entry points of one generation (src/sim/README.md "Generations"): all of 26.1 by
+ * default; built with -DSHIM_NO_IS_ENABLED without msptiActivityIsEnabled (8.1 to 26.0), and with
+ * -DSHIM_NO_EXTERNAL_CORRELATION also without FlushPeriod and Push/PopExternalCorrelationId
+ * (8.0.RC3), so that callers see the symbol set of the library it wraps. Forwards each call to the
+ * library named by MSPTI_TRACE_TARGET (an absolute path, normally torch_mspti.simulator_library()),
+ * after appending one line to MSPTI_TRACE_LOG:
  *
  *   <seq> <tid> <caller library> <function> <arguments> -> <result>
  *
@@ -203,11 +206,13 @@ EXPORT msptiResult msptiActivityDisable(int kind) {
   return r;
 }
 
+#ifndef SHIM_NO_IS_ENABLED
 EXPORT _Bool msptiActivityIsEnabled(int kind) {
   _Bool r = FORWARD(_Bool (*)(int), msptiActivityIsEnabled)(kind);
   logf_(CALLER, "msptiActivityIsEnabled(%d) -> %d", kind, (int)r);
   return r;
 }
+#endif
 
 EXPORT msptiResult msptiActivityGetNextRecord(uint8_t* buffer, size_t valid, void** record) {
   return FORWARD(msptiResult (*)(uint8_t*, size_t, void**), msptiActivityGetNextRecord)(buffer, valid, record);
@@ -221,6 +226,7 @@ EXPORT msptiResult msptiActivityFlushAll(uint32_t flag) {
   return r;
 }
 
+#ifndef SHIM_NO_EXTERNAL_CORRELATION
 EXPORT msptiResult msptiActivityFlushPeriod(uint32_t ms) {
   msptiResult r = FORWARD(msptiResult (*)(uint32_t), msptiActivityFlushPeriod)(ms);
   logf_(CALLER, "msptiActivityFlushPeriod(%u) -> %d", ms, r);
@@ -239,3 +245,4 @@ EXPORT msptiResult msptiActivityPopExternalCorrelationId(int kind, uint64_t* las
         last ? (unsigned long long)*last : 0ULL);
   return r;
 }
+#endif
