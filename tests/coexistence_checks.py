@@ -28,7 +28,7 @@ def run(peer, order, mode, tmp_path, profiles=1) -> simrun.SimResult:
 def explain(r: simrun.SimResult) -> str:
     """What a failure message needs: the MSPTI calls (caller first) and torch-mspti's view."""
     calls = "\n".join(r.mspti_calls[-60:])
-    health = json.dumps(r.trace.get("torch_mspti"))[:1500]
+    health = json.dumps(r.trace.get("torch_mspti") if r.traces else None)[:1500]
     return f"\nMSPTI calls (last 60):\n{calls}\ntorch_mspti health: {health}\nplugin: {json.dumps(r.diagnostics.get('plugin'))}"
 
 
@@ -41,7 +41,9 @@ def assert_ours_serves(r: simrun.SimResult, profile: int = 0) -> None:
     why = explain(r)
     health = trace.get("torch_mspti")
     assert health is not None, "no torch-mspti health report in the trace" + why
-    assert health["state"] == "stopped" and not health["errors"], f"torch-mspti did not collect: {health}" + why
+    assert health["state"] == "stopped" and not health["errors"], (
+        f"torch-mspti did not collect: state {health['state']!r}, errors {health['errors']}" + why
+    )
     launched = [k for k in r.launched if k["profile_index"] == profile]
     assert health["records_by_kind"].get("KERNEL") == len(launched), why
 
