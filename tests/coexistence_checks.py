@@ -5,6 +5,7 @@ exported trace and in diagnostics."""
 from __future__ import annotations
 
 import json
+import re
 
 import npu_peer
 import simrun
@@ -97,3 +98,21 @@ def assert_names_torch_npu(r: simrun.SimResult, peer: npu_peer.Peer) -> None:
     )
     for w in r.doctor_warnings():
         assert "torch_npu" in w and "another profiling tool" not in w, f"warning does not name the peer: {w}"
+
+
+def call_shape(r: simrun.SimResult, peer: npu_peer.Peer) -> list[str]:
+    """The MSPTI calls of a run, made comparable across runs: callers named "peer" / "torch-mspti",
+    handles, ids and buffer traffic (timing-dependent) left out, repeated lines (FlushAll polls) collapsed."""
+    shape: list[str] = []
+    for line in r.mspti_calls:
+        parts = line.split(" ", 3)
+        if len(parts) < 4 or parts[2] == "libmspti" or line.endswith(" ..."):
+            continue
+        caller = "peer" if parts[2] == peer.library.name else "torch-mspti" if parts[2].startswith("_C.") else parts[2]
+        call = re.sub(r"handle=\S+|\(0x[0-9a-f]+\)|\(nil\)| id=\d+", "", parts[3])
+        call = re.sub(r"CorrelationId\((\d+), \d+\)", r"CorrelationId(\1)", call)
+        call = re.sub(r"(request|complete)=\S+?(?=[,)])", r"\1", call).strip()
+        entry = f"{caller} {call}"
+        if not shape or shape[-1] != entry:
+            shape.append(entry)
+    return shape

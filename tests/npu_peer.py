@@ -206,6 +206,8 @@ def standin_peer(variant: str = "kineto") -> Peer:
     key = digest(*inputs, sys.executable, _torch_version())
 
     def build(tmp: Path) -> None:
+        if not shutil.which("cmake"):
+            raise RuntimeError("cmake is not on PATH: it builds the torch_npu stand-in (tests/torch_npu_peer/standin)")
         env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
         gen = ["-G", "Ninja"] if shutil.which("ninja") else []
         configure = ["cmake", "-S", str(src), "-B", str(tmp / "build"), *gen, f"-DPython_EXECUTABLE={sys.executable}"]
@@ -236,7 +238,8 @@ def real_peer(version: str = WHEEL_VERSION) -> Peer:
 
     def fetch(tmp: Path) -> None:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.11",
-               "--platform", f"manylinux_2_28_{machine}", "-d", str(tmp / "wheel"), f"torch-npu=={version}"]  # fmt: skip
+               "--platform", f"manylinux_2_28_{machine}", "--retries", "2", "--timeout", "30",
+               "-d", str(tmp / "wheel"), f"torch-npu=={version}"]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         wheels = list((tmp / "wheel").glob("torch_npu-*.whl"))
         if proc.returncode != 0 or not wheels:

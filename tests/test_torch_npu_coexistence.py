@@ -19,6 +19,7 @@ profile (kineto then runs our session before the peer's). Each case runs in its 
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import subprocess
@@ -28,7 +29,7 @@ from pathlib import Path
 import npu_peer
 import pytest
 import simrun
-from coexistence_checks import KERNEL_OP, assert_names_torch_npu, assert_ours_serves, explain, run
+from coexistence_checks import KERNEL_OP, assert_names_torch_npu, assert_ours_serves, call_shape, explain, run
 
 
 @pytest.fixture(scope="session", params=["standin", "real"])
@@ -134,3 +135,19 @@ def test_real_torch_npu_on_ascend(order, mode):
     ops = {e["args"]["External id"] for e in simrun.cpu_ops(trace) if "External id" in e.get("args", {})}
     linked = [k for k in kernels if k.get("args", {}).get("External id") in ops]
     assert linked, "no kernel is linked to an op"
+
+
+@pytest.mark.parametrize(("order", "mode"), [("peer_first", "off"), ("ours_first_profiled", "auto")])
+def test_standin_makes_the_calls_the_real_backend_makes(order, mode, tmp_path):
+    """The stand-in stays faithful: the same MSPTI call sequence as the released binary, alone and
+    after torch-mspti took the subscriber (its failed-Subscribe path)."""
+    try:
+        real = npu_peer.real_peer()
+    except npu_peer.PeerUnavailable as exc:
+        pytest.skip(f"real torch_npu wheel unavailable: {exc}")
+    standin = npu_peer.standin_peer()
+    shapes = {p.kind: call_shape(run(p, order, mode, tmp_path / p.kind), p) for p in (real, standin)}
+    assert any(line.startswith("peer msptiSubscribe") for line in shapes["real"]), shapes["real"]
+    assert shapes["standin"] == shapes["real"], "\n".join(
+        difflib.unified_diff(shapes["real"], shapes["standin"], "real", "standin", lineterm="")
+    )
