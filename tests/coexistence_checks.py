@@ -21,9 +21,15 @@ KERNEL_OP = {"coexist_a0": 0, "coexist_b0": 0, "coexist_a1": 1, "coexist_b1": 1}
 
 
 def run(peer, order, mode, tmp_path, profiles=1) -> simrun.SimResult:
-    return simrun.run(
+    """WORKLOAD next to ``peer`` loaded in ``order`` (simrun.PEER_ORDERS), TORCH_MSPTI_PROFILER=``mode``.
+    Fails if a RecordFunction callback threw: torch only warns, and a peer whose callback throws after
+    its push (e.g. a CANN stub missing) leaves MSPTI's CUSTOM0 stack unbalanced and the run meaningless."""
+    r = simrun.run(
         WORKLOAD, tmp_path, peer=(peer, order), env={"TORCH_MSPTI_PROFILER": mode}, profiles=profiles, timeout=300
     )
+    thrown = [ln for ln in r.stderr.splitlines() if "Exception in RecordFunction callback" in ln]
+    assert not thrown, f"a RecordFunction callback threw: {thrown[:3]}"
+    return r
 
 
 def explain(r: simrun.SimResult) -> str:
