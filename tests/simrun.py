@@ -16,6 +16,12 @@ Names available to the snippet: ``torch``, ``x`` (a small tensor), ``launch``, `
 ``sync``, ``sim`` (the ctypes handle, or None), ``sim_stats``, ``record_function``, ``profile_index``,
 ``step`` (None outside a schedule), ``prof`` and ``out`` (a dict returned as ``SimResult.extra``).
 
+With ``peer=(npu_peer.Peer, order)`` the child also loads a torch_npu MSPTI backend (real or stand-in,
+see npu_peer.py) before (``"peer_first"``) or after (``"ours_first"``) torch_mspti is imported, or after a
+first PrivateUse1 profile (``"ours_first_profiled"``, not counted in ``profiles``), and both
+reach the simulator through the logging shim of ``npu_peer.fake_cann()``; the calls are in
+``SimResult.mspti_calls``.
+
 ``launch(*kernels)`` runs the op ``simrun::launch`` once and, inside it, launches each kernel;
 ``launch_bare(*kernels)`` launches them with no op around. A kernel is a name, or a dict with
 ``name`` and optional ``type`` (KERNEL_AICORE), ``device`` (0), ``stream`` (1), ``dur_ns`` (20000)
@@ -38,6 +44,9 @@ from typing import Any
 DOCTOR = "torch-mspti doctor"
 DEFAULT_DELAY_NS = 30_000_000
 CPU_SORT_LIMIT = 5_000_000  # kineto's kExceedMaxPid
+# When the child loads a peer (run(peer=...)): before torch_mspti is imported, after it, or after it
+# and after a first PrivateUse1 profile (kineto then orders our profiler before the peer's).
+PEER_ORDERS = ("peer_first", "ours_first", "ours_first_profiled")
 
 _CHILD = r"""
 import ctypes, json, os, sys, traceback, types, warnings
@@ -51,11 +60,16 @@ warnings.simplefilter("always")
 warnings.showwarning = _show
 
 import torch
+_PEER = P["peer"]
+if _PEER and _PEER["order"] == "peer_first":
+    ctypes.CDLL(_PEER["library"], mode=ctypes.RTLD_GLOBAL)
 import torch_mspti
+if _PEER and _PEER["order"] == "ours_first":
+    ctypes.CDLL(_PEER["library"], mode=ctypes.RTLD_GLOBAL)
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 sim = None
-if P["library"] in ("sim", "sim-env"):
+if P["library"] in ("sim", "sim-env", "sim-peer"):
     sim_path = torch_mspti.simulator_library(P["generation"])
     if P["library"] == "sim":
         torch_mspti.use_library(sim_path)
@@ -103,6 +117,13 @@ if P["rename"]:
     _mod.device_count = lambda: 1
     _mod.current_device = lambda: 0
     torch._register_device_module("npu", _mod)
+
+if _PEER and _PEER["order"] == "ours_first_profiled":
+    # A PrivateUse1 profile before the peer is loaded: kineto is initialised and holds our profiler
+    # first, so the peer's factory is added after ours (the other kineto order).
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]):
+        torch.ones(1) + 1
+    ctypes.CDLL(_PEER["library"], mode=ctypes.RTLD_GLOBAL)
 
 CTX = {"profile_index": None, "step": None}
 _PENDING = []
@@ -268,6 +289,7 @@ class SimResult:
     sim_stats_before: dict | None
     sim_stats_after: dict | None
     extra: dict = field(default_factory=dict)
+    mspti_calls: list[str] = field(default_factory=list)  # shim log lines (runs with a peer)
 
     @property
     def trace(self) -> dict:
@@ -300,6 +322,7 @@ def run(
     generation: str | None = None,
     experimental_config: dict[str, Any] | None = None,
     record_shapes: bool = False,
+    peer: tuple[Any, str] | None = None,
 ) -> SimResult:
     """Run ``workload`` in a fresh interpreter; see the module docstring.
 
@@ -328,10 +351,25 @@ def run(
             child_env["TORCH_MSPTI_LIBRARY"] = _simulator_path(generation)
     elif library is not None:
         child_env["TORCH_MSPTI_LIBRARY"] = library
+    run_library = library
+    if peer is not None:
+        import npu_peer
+
+        peer_lib, order = peer
+        if library != "sim" or order not in PEER_ORDERS:
+            raise ValueError(f"peer needs library='sim' and an order in {PEER_ORDERS}")
+        child_env.update(
+            npu_peer.fake_cann(generation).env(_simulator_path(generation), out_dir / "mspti_calls.log", peer_lib)
+        )
+        # peer_first: torch must not autoload torch_mspti before the peer is loaded.
+        child_env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0" if order == "peer_first" else "1"
+        (out_dir / "mspti_calls.log").unlink(missing_ok=True)
+        run_library = "sim-peer"
     child_env.update(env or {})
     params = {
         "workload": textwrap.dedent(workload),
-        "library": library,
+        "library": run_library,
+        "peer": {"library": str(peer[0].library), "order": peer[1]} if peer else None,
         "rename": rename,
         "sim_options": sim_opts,
         "config": config or {},
@@ -381,6 +419,7 @@ def run(
         sim_stats_before=data.get("sim_stats_before"),
         sim_stats_after=data.get("sim_stats_after"),
         extra=data["extra"],
+        mspti_calls=calls.read_text().splitlines() if (calls := out_dir / "mspti_calls.log").exists() else [],
     )
 
 

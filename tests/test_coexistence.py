@@ -1,8 +1,15 @@
-"""TORCH_MSPTI_PROFILER and another PrivateUse1 profiler (e.g. torch_npu's) in the registry.
+"""TORCH_MSPTI_PROFILER next to a PrivateUse1 profiler registered in torch's PrivateUse1 profiler registry.
 
-torch keeps only the last factory registered. A do-nothing factory registered through
-`_C._register_foreign_profiler_for_testing()` stands in for torch_npu's; each scenario runs in a
-fresh process because registration and the PrivateUse1 rename are process-wide.
+torch's registry keeps one factory (the last registered, with a warning "overwriting") and forwards it
+to kineto at the first PrivateUse1 profile. Peers (tests/torch_npu_peer/standin, loaded in a fresh
+process by tests/simrun.py):
+
+* torch_npu's built-in MSPTI backend registering through the registry -- the branch its source
+  prefers (`REGISTER_PRIVATEUSE1_PROFILER`); the 2.13.0 wheel registers straight with kineto instead
+  (test_torch_npu_coexistence.py). For torch_npu's backend the issue's rule holds: with auto or mspti
+  torch-mspti serves, in either load order;
+* another vendor's PrivateUse1 profiler (the same code under another name): auto leaves it in place,
+  mspti replaces it, off registers nothing.
 """
 
 from __future__ import annotations
@@ -12,58 +19,72 @@ import os
 import subprocess
 import sys
 
+import npu_peer
 import pytest
-
-SCENARIO = r"""
-import json, os, types, warnings
-os.environ["TORCH_MSPTI_PROFILER"] = "off"        # import without registering ...
-import torch, torch_mspti
-from torch_mspti import _C
-_C._register_foreign_profiler_for_testing()         # ... another vendor registers first ...
-_C._reset_registration_for_testing()
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    message = _C.register_profiler(MODE)            # ... then ours, as an import would
-torch.utils.rename_privateuse1_backend("npu")
-mod = types.ModuleType("npu"); mod.synchronize = lambda *a: None
-mod.is_available = lambda: True; mod.device_count = lambda: 1; mod.current_device = lambda: 0
-torch._register_device_module("npu", mod)
-from torch.profiler import profile, ProfilerActivity
-with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]):
-    torch.ones(2) + 1
-print(json.dumps({"message": message, "plugin": _C.plugin_report()}))
-"""
+import simrun
+from coexistence_checks import KERNEL_OP, assert_names_torch_npu, assert_ours_serves, run
 
 
-def _run(mode: str) -> dict:
-    code = SCENARIO.replace("MODE", repr(mode))
-    env = {**os.environ, "TORCH_MSPTI_LIBRARY": "/nonexistent/libmspti.so"}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=180)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
+@pytest.fixture(scope="module")
+def registry_torch_npu() -> npu_peer.Peer:
+    return npu_peer.standin_peer("registry")
 
 
-def test_auto_leaves_an_earlier_privateuse1_profiler_in_place():
-    out = _run("auto")
-    plugin = out["plugin"]
-    assert plugin["other_profiler"] is True and plugin["registered"] is False
-    assert "another PrivateUse1 profiler" in out["message"] and "TORCH_MSPTI_PROFILER=mspti" in out["message"]
-    assert plugin["forwarded_to_kineto"] is True
-    assert plugin["last_trace_used_ours"] is False  # kineto used the other one
+@pytest.fixture(scope="module")
+def vendor() -> npu_peer.Peer:
+    return npu_peer.standin_peer("vendor")
 
 
-def test_mspti_mode_replaces_an_earlier_privateuse1_profiler():
-    out = _run("mspti")
-    plugin = out["plugin"]
-    assert plugin["other_profiler"] is True and plugin["registered"] is True
-    assert "replaced" in out["message"]
-    assert plugin["last_trace_used_ours"] is True
+@pytest.mark.parametrize("order", ["peer_first", "ours_first"])
+@pytest.mark.parametrize("mode", ["auto", "mspti"])
+def test_torch_npu_backend_in_the_registry_does_not_take_the_npu_lane(registry_torch_npu, order, mode, tmp_path):
+    r = run(registry_torch_npu, order, mode, tmp_path)
+    assert_ours_serves(r)
+    assert_names_torch_npu(r, registry_torch_npu)
 
 
-def test_off_mode_registers_nothing():
-    out = _run("off")
-    assert out["plugin"]["registered"] is False
-    assert out["plugin"]["last_trace_used_ours"] is False
+def _peer_served(r: simrun.SimResult) -> None:
+    kernels = simrun.kernels(r.trace)
+    assert sorted(k["name"] for k in kernels) == sorted(KERNEL_OP), kernels
+    assert all("streamId" in k.get("args", {}) for k in kernels), "kernels are not the peer's"
+    assert r.trace.get("torch_mspti") is None, "torch-mspti collected"
+    assert r.diagnostics["plugin"]["last_trace_used_ours"] is False, r.diagnostics["plugin"]
+
+
+@pytest.mark.parametrize("order", ["peer_first", "ours_first"])
+def test_off_leaves_the_npu_lane_to_torch_npu_in_the_registry(registry_torch_npu, order, tmp_path):
+    r = run(registry_torch_npu, order, "off", tmp_path)
+    _peer_served(r)
+    assert r.diagnostics["plugin"]["registered"] is False
+
+
+def _other_registered(plugin: dict) -> bool:
+    """Diagnostics say another factory was in torch's registry (``other_factory``; older builds said
+    so with ``other_profiler: true``)."""
+    return bool(plugin.get("other_factory") or plugin.get("other_profiler") is True)
+
+
+def test_auto_leaves_another_vendors_profiler_in_place(vendor, tmp_path):
+    r = run(vendor, "peer_first", "auto", tmp_path)
+    plugin = r.diagnostics["plugin"]
+    assert _other_registered(plugin) and "torch_npu" not in json.dumps(plugin.get("other_profiler")), plugin
+    assert plugin["registered"] is False
+    assert "TORCH_MSPTI_PROFILER=mspti" in plugin["message"], plugin["message"]
+    _peer_served(r)
+
+
+def test_mspti_mode_replaces_another_vendors_profiler(vendor, tmp_path):
+    r = run(vendor, "peer_first", "mspti", tmp_path)
+    plugin = r.diagnostics["plugin"]
+    assert _other_registered(plugin) and plugin["registered"] is True, plugin
+    assert "replaced" in plugin["message"], plugin["message"]
+    assert_ours_serves(r)
+
+
+def test_off_mode_registers_nothing_next_to_another_vendor(vendor, tmp_path):
+    r = run(vendor, "peer_first", "off", tmp_path)
+    assert r.diagnostics["plugin"]["registered"] is False
+    _peer_served(r)
 
 
 @pytest.mark.parametrize("value", ["sometimes", "MSPTI "])
