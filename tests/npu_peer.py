@@ -179,8 +179,14 @@ def fake_cann(generation: str | None = None) -> FakeCann:
         _run(
             ["gcc", "-shared", "-fPIC", "-O1", *flags, "-o", out, str(shim), "-ldl", "-lpthread"], "compiling the shim"
         )
+        # A CANN root has libprofapi.so beside libmspti.so (libmspti's static initialiser needs it,
+        # mspti.md 6 item 7); torch-mspti refuses a libmspti it cannot find it for. An empty one
+        # stands in: the shim forwards to the simulator, which needs none.
+        stub = tmp / "profapi.c"
+        stub.write_text("int torch_mspti_test_profapi_stub;\n")
+        _run(["gcc", "-shared", "-fPIC", "-o", str(tmp / "lib64" / "libprofapi.so"), str(stub)], "compiling profapi")
 
-    return FakeCann(cached(f"fake-cann-{digest(shim, *flags)}", build))
+    return FakeCann(cached(f"fake-cann-v2-{digest(shim, *flags)}", build))
 
 
 # ------------------------------------------------------------------------------------------ stand-in

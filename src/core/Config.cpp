@@ -151,14 +151,19 @@ std::string applyText(ConfigSnapshot& values, const Setting& s, const std::strin
       values.*(s.boolField) = *v;
       return "";
     }
-    case Type::kChoice:
+    case Type::kChoice: {
+      // Case and surrounding blanks do not matter ("MSPTI " is mspti).
+      std::string word;
+      for (char ch : text)
+        if (ch != ' ' && ch != '\t') word += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
       for (int i = 0; s.choices[i]; ++i) {
-        if (text == s.choices[i]) {
+        if (word == s.choices[i]) {
           *choiceField(values, s) = i;
           return "";
         }
       }
       return fmt::format("{}: '{}' is not allowed; use {}", s.name, text, rangeText(s));
+    }
     case Type::kPath: values.libraryPath = text; return "";
   }
   return "";

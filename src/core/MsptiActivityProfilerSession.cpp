@@ -198,7 +198,10 @@ bool MsptiActivityProfilerSession::arm() {
     enable(MSPTI_ACTIVITY_KIND_API, true);
   generation_ = forwarder_->arm(forwarding ? fns_ : nullptr);
   armed_ = true;
-  if (deps_.peer.present) reclaimCallbacks_.store(true);
+  // Any other MSPTI consumer started by kineto after us registered its own callbacks in its start()
+  // (torch_npu's built-in backend does, even after its Subscribe failed): the first op after all
+  // sessions started takes them back (one MSPTI call per session).
+  reclaimCallbacks_.store(true);
   lanes_.usePeerNames(deps_.peer.present);
   return true;
 }

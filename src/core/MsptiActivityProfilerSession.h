@@ -94,9 +94,9 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::string getDeviceProperties() override;
   std::unordered_map<std::string, std::string> getMetadata() override;
 
-  // Hot path: every op, on the op's thread. With a peer backend, the first op after start() also
-  // takes MSPTI's buffer callbacks back: the peer registers its own in its start(), and kineto may
-  // have started it after us (PeerBackends.h). One relaxed load otherwise.
+  // Hot path: every op, on the op's thread. The first op after start() also takes MSPTI's buffer
+  // callbacks back: a peer that kineto started after us registered its own (PeerBackends.h). One
+  // relaxed load otherwise.
   void pushCorrelationId(uint64_t id) override {
     if (reclaimCallbacks_.load(std::memory_order_relaxed)) reclaimCallbacks();
     forwarder_->push(CorrelationForwarder::kOps, id);

@@ -45,14 +45,21 @@ RegistrationStatus registerProfiler(PluginContext& context) {
         "TORCH_MSPTI_PROFILER=mspti to use torch-mspti instead";
     return gStatus;
   }
-  // Straight with kineto, which keeps every child profiler, rather than through torch's one-slot
-  // PrivateUse1 registry: a peer that registers there later (a torch_npu build using
-  // REGISTER_PRIVATEUSE1_PROFILER) cannot then replace us, and kineto's on-demand tracing, which
-  // skips the registry (kineto.md 1.1), sees us too.
   PluginContext* ctx = &context;
-  libkineto::api().registerProfilerFactory([ctx]() -> std::unique_ptr<libkineto::IActivityProfiler> {
+  auto factory = [ctx]() -> std::unique_ptr<libkineto::IActivityProfiler> {
     return std::make_unique<MsptiActivityProfiler>(*ctx);
-  });
+  };
+  if (gStatus.otherFactory) {
+    // A factory is in torch's one-slot registry (a torch_npu build registering its MSPTI backend
+    // there, or another vendor's profiler with TORCH_MSPTI_PROFILER=mspti): take the slot, so that
+    // torch forwards ours instead of it and the other never runs.
+    registry.registerFactory(factory);
+  } else {
+    // Straight with kineto, which keeps every child profiler: a peer that registers in torch's
+    // registry after us (its library loaded later) cannot replace us, and kineto's on-demand
+    // tracing, which skips the registry (kineto.md 1.1), sees us too.
+    libkineto::api().registerProfilerFactory(factory);
+  }
   gStatus.registered = true;
   if (peer.present)
     gStatus.message = "torch-mspti: serves the NPU lane; " + peer.description + " is loaded and kept quiet";

@@ -4,8 +4,9 @@
 // `profiler` setting (TORCH_MSPTI_PROFILER) can decide. The factory goes straight to kineto
 // (libkineto::api().registerProfilerFactory: queued until kineto initialises at the first trace,
 // then instantiated once, kineto.md 1.1), like torch_npu's built-in MSPTI backend does: kineto
-// keeps every such child profiler, while torch's PrivateUse1 registry keeps one and a peer
-// registering there after us would replace us. Modes:
+// keeps every such child profiler, while torch's PrivateUse1 registry keeps one, and a peer
+// registering there after us would replace us. Only when torch's registry already holds a factory
+// do we take its slot instead, so that torch forwards ours and not that one. Modes:
 //  * auto: register, unless another vendor's PrivateUse1 profiler (one that is not torch_npu's
 //    MSPTI backend) is already in torch's PrivateUse1 registry: that device is not ours;
 //  * mspti: register whatever else is registered;
