@@ -16,7 +16,8 @@
 namespace torch_mspti::sim {
 namespace {
 
-int64_t spatial_dims(const at::Tensor& input) { return input.dim() - 2; }
+// From the weight (out, in / groups, *kernel): the input may lack its batch dimension.
+int64_t spatial_dims(const at::Tensor& weight) { return weight.dim() - 2; }
 
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
@@ -31,7 +32,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   const at::Tensor out = at::convolution(in, w, b, stride, padding, dilation, transposed, output_padding, groups);
   const uint64_t measured = elapsed_since(t0);
   at::Tensor result = call.to_npu(out);
-  launch_op_kernels(call.device, {{conv_kernel(spatial_dims(input), transposed, ConvPart::kForward), measured}});
+  launch_op_kernels(call.device, {{conv_kernel(spatial_dims(weight), transposed, ConvPart::kForward), measured}});
   return result;
 }
 
@@ -60,7 +61,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     const uint64_t measured = elapsed_since(t0);
     const at::Tensor& part = i == 0 ? std::get<0>(parts) : i == 1 ? std::get<1>(parts) : std::get<2>(parts);
     grads[i] = call.to_npu(part);
-    runs.push_back({conv_kernel(spatial_dims(input), transposed, kParts[i]), measured});
+    runs.push_back({conv_kernel(spatial_dims(weight), transposed, kParts[i]), measured});
   }
   launch_op_kernels(call.device, runs);
   return {grads[0], grads[1], grads[2]};
