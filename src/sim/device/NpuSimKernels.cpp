@@ -34,9 +34,6 @@ const std::unordered_map<std::string, Entry>& table() {
       {"addbmm", {"MatMulV2", kCube}},
       {"bmm", {"BatchMatMulV2", kCube}},
       {"baddbmm", {"BatchMatMulV2", kCube}},
-      {"convolution", {"Conv2D", kCube}},
-      {"_convolution", {"Conv2D", kCube}},
-      {"convolution_backward", {"Conv2DBackpropInput", kCube}},
       {"add", {"Add", kVector}},
       {"sub", {"Sub", kVector}},
       {"rsub", {"Sub", kVector}},
@@ -125,6 +122,38 @@ const std::unordered_map<std::string, Entry>& table() {
       {"tril", {"Tril", kVector}},
       {"flip", {"ReverseV2", kVector}},
       {"repeat", {"Tile", kVector}},
+      {"sgn", {"Sign", kVector}},
+      {"all", {"ReduceAll", kVector}},
+      {"any", {"ReduceAny", kVector}},
+      // Pooling (adaptive max pooling runs as a max pool with argmax, as torch_npu does).
+      {"max_pool2d_with_indices", {"MaxPoolWithArgmaxV1", kVector}},
+      {"max_pool2d_with_indices_backward", {"MaxPoolGradWithArgmaxV1", kVector}},
+      {"adaptive_max_pool2d", {"MaxPoolWithArgmaxV1", kVector}},
+      {"adaptive_max_pool2d_backward", {"MaxPoolGradWithArgmaxV1", kVector}},
+      {"max_pool3d_with_indices", {"MaxPool3D", kVector}},
+      {"max_pool3d_with_indices_backward", {"MaxPool3DGrad", kVector}},
+      {"avg_pool2d", {"AvgPoolV2", kVector}},
+      {"avg_pool2d_backward", {"AvgPoolV2Grad", kVector}},
+      {"avg_pool3d", {"AvgPool3D", kVector}},
+      {"avg_pool3d_backward", {"AvgPool3DGrad", kVector}},
+      {"_adaptive_avg_pool2d", {"AdaptiveAvgPool2d", kVector}},
+      {"_adaptive_avg_pool2d_backward", {"AdaptiveAvgPool2dGrad", kVector}},
+      {"_adaptive_avg_pool3d", {"AdaptiveAvgPool3d", kVector}},
+      {"_adaptive_avg_pool3d_backward", {"AdaptiveAvgPool3dGrad", kVector}},
+      // Normalisation (batch norm: batch_norm_kernels below).
+      {"native_group_norm", {"GroupNorm", kVector}},
+      {"native_group_norm_backward", {"GroupNormGrad", kVector}},
+      // Losses and embeddings.
+      {"smooth_l1_loss", {"SmoothL1LossV2", kVector}},
+      {"smooth_l1_loss_backward", {"SmoothL1LossGradV2", kVector}},
+      {"binary_cross_entropy", {"BinaryCrossEntropy", kVector}},
+      {"binary_cross_entropy_backward", {"BinaryCrossEntropyGrad", kVector}},
+      {"binary_cross_entropy_with_logits", {"SigmoidCrossEntropyWithLogitsV2", kVector}},
+      {"log_sigmoid_forward", {"LogSigmoid", kVector}},
+      {"log_sigmoid_backward", {"LogSigmoidGrad", kVector}},
+      {"_ctc_loss", {"CTCLossV2", kVector}},
+      {"_ctc_loss_backward", {"CTCLossV2Grad", kVector}},
+      {"_embedding_bag", {"EmbeddingBag", kVector}},
   };
   return *t;
 }
@@ -172,6 +201,62 @@ KernelInfo kernel_for_op(const std::string& op_name) {
   std::lock_guard<std::mutex> g(mu);
   cache->emplace(op_name, info);
   return info;
+}
+
+// Convolutions as torch_npu runs them (op-plugin aclops Conv2d/Conv3d/ConvTranspose2d and their
+// backward): 1-d convolutions as 2-d ones; the input gradient of a transposed convolution is a
+// plain convolution; the bias gradient is a ReduceSum.
+KernelInfo conv_kernel(int64_t spatial_dims, bool transposed, ConvPart part) {
+  const bool d3 = spatial_dims == 3;
+  switch (part) {
+    case ConvPart::kForward:
+      if (transposed) return {d3 ? "Conv3DTranspose" : "Conv2DTranspose", kCube, true};
+      return {d3 ? "Conv3D" : "Conv2D", kCube, true};
+    case ConvPart::kInputGrad:
+      if (transposed) return {d3 ? "Conv3D" : "Conv2D", kCube, true};
+      return {d3 ? "Conv3DBackpropInput" : "Conv2DBackpropInput", kCube, true};
+    case ConvPart::kWeightGrad: return {d3 ? "Conv3DBackpropFilter" : "Conv2DBackpropFilter", kCube, true};
+    case ConvPart::kBiasGrad: break;
+  }
+  return {"ReduceSum", kVector, true};
+}
+
+// Batch norm as torch_npu runs it (op-plugin aclops BatchNorm/BatchNormBackward): training reduces
+// then updates (BN3D* kernels for 5-d input), inference is one BNInfer; the backward computes the
+// weight and bias gradients first, then the input gradient.
+std::vector<KernelInfo> batch_norm_kernels(bool backward, bool training, int64_t input_dim, bool input_grad) {
+  const bool d3 = training && input_dim == 5;
+  if (!backward) {
+    if (!training) return {{"BNInfer", kVector, true}};
+    return {{d3 ? "BN3DTrainingReduce" : "BNTrainingReduce", kVector, true},
+            {d3 ? "BN3DTrainingUpdate" : "BNTrainingUpdate", kVector, true}};
+  }
+  std::vector<KernelInfo> out{{d3 ? "BN3DTrainingUpdateGrad" : "BNTrainingUpdateGrad", kVector, true}};
+  if (input_grad) {
+    if (training) {
+      out.push_back({d3 ? "BN3DTrainingReduceGrad" : "BNTrainingReduceGrad", kVector, true});
+    } else {
+      out.push_back({"BNInferGrad", kVector, true});
+    }
+  }
+  return out;
+}
+
+// Fused attention runs on the cube and vector units together (mixed kernel).
+KernelInfo attention_kernel(bool backward) {
+  return {backward ? "FlashAttentionScoreGrad" : "FlashAttentionScore", "KERNEL_MIX_AIC", true};
+}
+
+// Recurrent layers as torch_npu runs them (op-plugin aclops Lstm/Gru/LstmCell): one kernel per
+// layer and direction.
+KernelInfo recurrent_kernel(const std::string& op_name, bool backward) {
+  if (op_name == "aten::lstm") return {backward ? "DynamicRNNGrad" : "DynamicRNN", kCube, true};
+  if (op_name == "aten::lstm_cell") return {backward ? "DynamicRNNV2Grad" : "DynamicRNNV2", kCube, true};
+  if (op_name == "aten::gru" || op_name == "aten::gru_cell") {
+    return {backward ? "DynamicGRUV2Grad" : "DynamicGRUV2", kCube, true};
+  }
+  const KernelInfo k = kernel_for_op(op_name);
+  return backward ? KernelInfo{intern(std::string(k.name) + "Grad"), k.type, true} : k;
 }
 
 }  // namespace torch_mspti::sim

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace torch_mspti::sim {
 
@@ -31,6 +32,15 @@ struct KernelInfo {
   bool launches;  // false for ops that only build metadata (views)
 };
 KernelInfo kernel_for_op(const std::string& op_name);
+
+// Kernels of the ops whose npu kernel launches more than one kernel, or a kernel that depends on
+// the arguments (NpuSimKernels.cpp, README.md).
+enum class ConvPart { kForward, kInputGrad, kWeightGrad, kBiasGrad };
+KernelInfo conv_kernel(int64_t spatial_dims, bool transposed, ConvPart part);
+std::vector<KernelInfo> batch_norm_kernels(bool backward, bool training, int64_t input_dim, bool input_grad);
+KernelInfo attention_kernel(bool backward);
+// `op_name` with namespace, without overload: aten::lstm, aten::gru, aten::lstm_cell, aten::gru_cell.
+KernelInfo recurrent_kernel(const std::string& op_name, bool backward);
 // Interns `s` (returned pointer stays valid for the life of the process).
 const char* intern(const std::string& s);
 
