@@ -69,18 +69,24 @@ _lock = threading.RLock()
 
 
 def _import_hta() -> None:
+    def missing(exc: Exception) -> ImportError:
+        return ImportError(
+            f"torch_mspti.hta needs HolisticTraceAnalysis=={HTA_VERSION} ({exc}): pip install 'torch-mspti[{EXTRA}]'"
+        )
+
     try:
         version = importlib.metadata.version("HolisticTraceAnalysis")
-        import hta.trace_analysis  # noqa: F401
-    except ImportError as exc:  # PackageNotFoundError is an ImportError too
-        raise ImportError(
-            f"torch_mspti.hta needs HolisticTraceAnalysis=={HTA_VERSION} ({exc}): pip install 'torch-mspti[{EXTRA}]'"
-        ) from exc
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise missing(exc) from exc
     if version != HTA_VERSION:
         raise ImportError(
             f"torch_mspti.hta adapts HolisticTraceAnalysis {HTA_VERSION} (it hooks version-specific "
             f"internals), found {version}: pip install 'torch-mspti[{EXTRA}]'"
         )
+    try:
+        import hta.trace_analysis  # noqa: F401
+    except ImportError as exc:  # e.g. a dependency HTA does not declare (psutil, PyYAML)
+        raise missing(exc) from exc
 
 
 @dataclass(frozen=True)
