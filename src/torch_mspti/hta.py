@@ -1,0 +1,299 @@
+"""HolisticTraceAnalysis (HTA) 0.5.0 on torch-mspti's NPU traces, without renaming anything.
+
+HTA turns a directory of per-rank kineto traces (one ``distributedInfo.rank`` per file) into
+kernel, temporal, overlap, queue-length and launch statistics, but it recognises CUDA's names only.
+:func:`trace_analysis` returns an HTA ``TraceAnalysis`` (a subclass, :class:`NpuTraceAnalysis`)
+that also recognises what torch-mspti writes (README "Trace consumers")::
+
+    from torch_mspti.hta import trace_analysis
+    analysis = trace_analysis("traces/")  # the directory tensorboard_trace_handler wrote
+    analysis.get_comm_comp_overlap(visualize=False)  # ranks × comp_comm_overlap_pctg
+    analysis.npu.launch_names, analysis.npu.communication_names  # what the adapter recognised
+
+What HTA 0.5 hard-codes, and what the adapter does about it (the trace files are never edited,
+and no row is renamed in HTA's data frames):
+
+* **Communication rows.** ``hta.utils.utils.get_kernel_type`` calls a kernel COMMUNICATION when
+  its name matches ``NCCL_KERNEL_RE`` (``^nccl.*Kernel``); MSPTI names collectives e.g.
+  ``hcom_allReduce__428_0_1``, so HTA counts them as computation, and the overlap is NaN.
+  The adapter calls a device row communication when it carries kineto's collective metadata key
+  ``"Collective name"`` (torch-mspti writes it on every HCCL/LCCL row), which it asks HTA's
+  parser for (HTA's ``ARGS_COMMUNICATION``). During every method call of the returned analysis
+  (and inside :meth:`NpuTraceAnalysis.recognising`), ``NCCL_KERNEL_RE`` is replaced by a matcher
+  that accepts HTA's own pattern plus exactly those names, and restored afterwards.
+* **Launch events.** The queue-length series (``TraceSymbolTable.get_runtime_launch_events_query``)
+  and the op→kernel delays (``get_kernel_launch_ids``) take launches from a fixed list of
+  CUDA/ROCm/MTIA API names. The adapter calls a host row a launch when its category is
+  ``privateuse1_runtime`` and HTA paired it with a device row by ``correlation``, whatever MSPTI
+  named the API (``LaunchKernelV2``, ``HcclAllReduce``, ``aclrtMemcpyAsync``…); the analysis's
+  symbol table is a subclass whose two methods add those names.
+* **Kernel launch statistics.** ``CudaKernelAnalysis.cuda_kernel_launch_stats`` looks up
+  ``cudaLaunchKernel`` & co. by string. The adapted ``get_cuda_kernel_launch_stats`` runs HTA's
+  own function as usual and once more per NPU launch name, through a read-only view of the trace
+  whose name lookup answers ``cudaLaunchKernel`` with that name's id, and concatenates the rows
+  (one per correlation id). Memory launches are left out when ``include_memory_events=False``.
+* **Memory rows** need nothing: HTA's ``^Memcpy``/``^Memset`` rule already matches kineto's
+  names (``Memcpy HtoD (Host -> Device)``, ``Memset (Device)``) that torch-mspti uses.
+
+Not adapted (still CUDA-only in HTA 0.5): the straggler analysis (``ncclKernel`` prefix), the
+critical-path analysis's CUDA synchronisation rules, CUPTI counters.
+
+Requirements: ``pip install 'torch-mspti[hta]'`` (HolisticTraceAnalysis==0.5.0 and the pandas,
+psutil and PyYAML it needs). HTA is imported on first use; without it, or with another version
+(the hooks above are HTA 0.5.0 internals), :func:`trace_analysis` raises ImportError naming the
+extra. Importing this module needs neither HTA nor torch.
+
+Thread-safety: the communication matcher is process-global while installed, so calls of adapted
+analyses are serialised by one re-entrant lock; meanwhile an unadapted HTA analysis in another
+thread would also accept the extra names (they never start with ``nccl``, so CUDA traces are
+classified as before).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.metadata
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+HTA_VERSION = "0.5.0"
+EXTRA = "hta"
+LAUNCH_CATEGORY = "privateuse1_runtime"  # kineto's category for PrivateUse1 runtime API events
+MEMORY_CATEGORIES = ("gpu_memcpy", "gpu_memset")
+COLLECTIVE_COLUMN = "collective_name"  # HTA's column for the "Collective name" arg
+
+_lock = threading.RLock()
+
+
+def _import_hta() -> None:
+    def missing(exc: Exception) -> ImportError:
+        return ImportError(
+            f"torch_mspti.hta needs HolisticTraceAnalysis=={HTA_VERSION} ({exc}): pip install 'torch-mspti[{EXTRA}]'"
+        )
+
+    try:
+        version = importlib.metadata.version("HolisticTraceAnalysis")
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise missing(exc) from exc
+    if version != HTA_VERSION:
+        raise ImportError(
+            f"torch_mspti.hta adapts HolisticTraceAnalysis {HTA_VERSION} (it hooks version-specific "
+            f"internals), found {version}: pip install 'torch-mspti[{EXTRA}]'"
+        )
+    try:
+        import hta.trace_analysis  # noqa: F401
+    except ImportError as exc:  # e.g. a dependency HTA does not declare (psutil, PyYAML)
+        raise missing(exc) from exc
+
+
+@dataclass(frozen=True)
+class NpuNames:
+    """What the adapter recognised in the traces (names as MSPTI gives them, sorted).
+
+    launch_names: host launch events (all ranks); memory_launch_names: those of them that launch
+    memcpy/memset rows; communication_names: device rows with collective metadata.
+    """
+
+    launch_names: tuple[str, ...]
+    memory_launch_names: tuple[str, ...]
+    communication_names: tuple[str, ...]
+
+
+class _CommunicationPattern:
+    """Stands in for ``hta.utils.utils.NCCL_KERNEL_RE``: its ``match`` is truthy for what the
+    replaced pattern matches and for the given names, and None otherwise (as ``re.match``)."""
+
+    def __init__(self, replaced: Any, names: frozenset[str]) -> None:
+        self._replaced, self._names = replaced, names
+
+    def match(self, name: str) -> Any:
+        found = self._replaced.match(name)
+        if found is None and name in self._names:
+            return True
+        return found
+
+
+@contextlib.contextmanager
+def _communication_names(names: frozenset[str]):
+    import hta.utils.utils as hta_utils
+
+    with _lock:
+        replaced = hta_utils.NCCL_KERNEL_RE
+        hta_utils.NCCL_KERNEL_RE = _CommunicationPattern(replaced, names)
+        try:
+            yield
+        finally:
+            hta_utils.NCCL_KERNEL_RE = replaced
+
+
+class _LaunchNameTable:
+    """The one lookup ``cuda_kernel_launch_stats`` makes: ``cudaLaunchKernel`` -> an NPU name id."""
+
+    def __init__(self, name_id: int) -> None:
+        self._ids = {"cudaLaunchKernel": name_id}
+
+    def get_sym_id_map(self) -> dict[str, int]:
+        return self._ids
+
+
+class _LaunchNameView:
+    """Read-only view of an HTA Trace for ``cuda_kernel_launch_stats`` (it reads nothing else)."""
+
+    def __init__(self, trace: Any, name_id: int) -> None:
+        self._trace, self.symbol_table = trace, _LaunchNameTable(name_id)
+
+    def get_trace(self, rank: int) -> Any:
+        return self._trace.get_trace(rank)
+
+
+def _discover(trace: Any) -> tuple[dict[str, int], set[str], set[str]]:
+    """(launch name -> id, memory launch names, communication names) over all ranks of ``trace``."""
+    sym_index, sym_table = trace.symbol_table.get_sym_id_map(), trace.symbol_table.get_sym_table()
+    launch_cat = sym_index.get(LAUNCH_CATEGORY)
+    memory_cats = [sym_index[c] for c in MEMORY_CATEGORIES if c in sym_index]
+    launches, memory, comm = {}, set(), set()
+    for df in trace.get_all_traces().values():
+        if launch_cat is not None:
+            rows = df[df["cat"].eq(launch_cat) & df["index_correlation"].gt(0)]
+            device_cats = df["cat"].reindex(rows["index_correlation"].to_numpy()).to_numpy()
+            for name_id, cat in zip(rows["name"].to_numpy(), device_cats, strict=True):
+                name = sym_table[name_id]
+                launches[name] = int(name_id)
+                if cat in memory_cats:
+                    memory.add(name)
+        if COLLECTIVE_COLUMN in df.columns:
+            rows = df[df["stream"].ne(-1) & df[COLLECTIVE_COLUMN].fillna("").astype(str).ne("")]
+            comm.update(sym_table[i] for i in rows["name"].unique())
+    return launches, memory, comm
+
+
+def _adapted(method):
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        with self.recognising():
+            return method(self, *args, **kwargs)
+
+    return call
+
+
+@functools.cache
+def _classes() -> tuple[type, type]:
+    """Builds (NpuTraceSymbolTable, NpuTraceAnalysis) on HTA's classes, once HTA is importable."""
+    _import_hta()
+    import pandas as pd
+    from hta.analyzers.cuda_kernel_analysis import CudaKernelAnalysis
+    from hta.common.trace import Trace
+    from hta.common.trace_symbol_table import TraceSymbolTable
+    from hta.configs.parser_config import ParserConfig
+    from hta.trace_analysis import TraceAnalysis
+
+    class NpuTraceSymbolTable(TraceSymbolTable):
+        """HTA's symbol table, plus the NPU launch names in its two launch-name queries."""
+
+        npu_launch_ids: tuple[int, ...] = ()  # all launches
+        npu_kernel_launch_ids: tuple[int, ...] = ()  # launches of kernels and collectives
+
+        def get_runtime_launch_events_query(self) -> str:
+            query = super().get_runtime_launch_events_query()
+            if not self.npu_launch_ids:
+                return query
+            return f"({query}) or ((name in {list(self.npu_launch_ids)}) and (index_correlation > 0))"
+
+        def get_kernel_launch_ids(self) -> list[int]:
+            return super().get_kernel_launch_ids() + list(self.npu_kernel_launch_ids)
+
+    class NpuTraceAnalysis(TraceAnalysis):
+        """HTA 0.5's TraceAnalysis that also recognises NPU rows (see the module docstring).
+
+        ``npu`` (:class:`NpuNames`) lists what was recognised; ``t`` is HTA's Trace, as usual.
+        """
+
+        def __init__(self, trace_files=None, trace_dir=None, include_last_profiler_step=False, parser_config=None):
+            cfg = (parser_config or ParserConfig.get_default_cfg()).clone()
+            cfg.add_args(ParserConfig.ARGS_COMMUNICATION)  # "Collective name" and the other NCCL keys
+            self.t = Trace(trace_files, trace_dir, parser_config=cfg)
+            self.t.symbol_table = NpuTraceSymbolTable()  # filled by load_traces
+            self.t.load_traces(include_last_profiler_step)
+            launches, memory, comm = _discover(self.t)
+            table = self.t.symbol_table
+            table.npu_launch_ids = tuple(sorted(launches.values()))
+            table.npu_kernel_launch_ids = tuple(sorted(i for n, i in launches.items() if n not in memory))
+            self.npu = NpuNames(tuple(sorted(launches)), tuple(sorted(memory)), tuple(sorted(comm)))
+            self._communication = frozenset(comm)
+
+        def recognising(self):
+            """Context manager: HTA's classification recognises this analysis's communication
+            rows inside it (for calling HTA analyzers on ``self.t`` directly). Re-entrant."""
+            return _communication_names(self._communication)
+
+        def get_cuda_kernel_launch_stats(
+            self, ranks=None, runtime_cutoff=50, launch_delay_cutoff=100, include_memory_events=True, visualize=True
+        ):
+            ranks = ranks or [0]
+            parts = [
+                CudaKernelAnalysis.cuda_kernel_launch_stats(
+                    self.t, ranks, runtime_cutoff, launch_delay_cutoff, include_memory_events, False
+                )
+            ]
+            table = self.t.symbol_table
+            ids = table.npu_launch_ids if include_memory_events else table.npu_kernel_launch_ids
+            for name_id in ids:
+                view = _LaunchNameView(self.t, name_id)
+                parts.append(
+                    CudaKernelAnalysis.cuda_kernel_launch_stats(
+                        view, ranks, runtime_cutoff, launch_delay_cutoff, False, False
+                    )
+                )
+            result = {}
+            for rank in ranks:
+                df = pd.concat([p[rank] for p in parts], ignore_index=True)
+                result[rank] = df.sort_values("correlation", ignore_index=True)
+                if visualize:  # pragma: no cover - plots only
+                    CudaKernelAnalysis.visualize_cuda_launch_kernel_info(
+                        rank, result[rank], runtime_cutoff, launch_delay_cutoff
+                    )
+            return result
+
+    for name in dir(TraceAnalysis):
+        if not name.startswith("_") and callable(getattr(TraceAnalysis, name)):
+            setattr(NpuTraceAnalysis, name, _adapted(getattr(NpuTraceAnalysis, name)))
+    return NpuTraceSymbolTable, NpuTraceAnalysis
+
+
+def trace_analysis(
+    trace_dir: str | os.PathLike[str] | None = None,
+    *,
+    trace_files: dict[int, str] | None = None,
+    include_last_profiler_step: bool = False,
+    parser_config: Any = None,
+) -> Any:
+    """An HTA 0.5 ``TraceAnalysis`` (an :class:`NpuTraceAnalysis`) of per-rank NPU traces.
+
+    Args: ``trace_dir``, a directory of ``*.json``/``*.json.gz`` traces, one per rank (rank from
+    each trace's ``distributedInfo.rank``); or ``trace_files``, ``{rank: path}``. The other two
+    arguments are HTA's: by default HTA drops the last profiler step (it may be incomplete), and
+    the parser is HTA's default plus the collective metadata keys.
+    Raises ImportError (with the pip command) when HolisticTraceAnalysis 0.5.0 is not installed,
+    FileNotFoundError / ValueError when ``trace_dir`` is not a directory or holds no trace.
+    """
+    if trace_files is None:
+        if trace_dir is None:
+            raise ValueError("trace_analysis: give trace_dir (a directory of per-rank traces) or trace_files")
+        trace_dir = os.fspath(trace_dir)
+        if not os.path.isdir(trace_dir):
+            raise FileNotFoundError(f"trace_analysis: {trace_dir!r} is not a directory of traces")
+        if not any(f.endswith((".json", ".gz")) for f in os.listdir(trace_dir)):
+            raise ValueError(f"trace_analysis: no trace (*.json, *.json.gz) in {trace_dir!r}")
+    npu_analysis = _classes()[1]
+    return npu_analysis(trace_files, trace_dir or "", include_last_profiler_step, parser_config)
+
+
+def __getattr__(name: str) -> Any:
+    # NpuTraceAnalysis / NpuTraceSymbolTable subclass HTA's classes, so they exist once HTA imports.
+    if name in ("NpuTraceSymbolTable", "NpuTraceAnalysis"):
+        symbol_table, analysis = _classes()
+        return analysis if name == "NpuTraceAnalysis" else symbol_table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
