@@ -33,13 +33,21 @@ except ImportError as _exc:  # a source checkout without a build
 _torch_version.check_torch_version(_build_info.TORCH_VERSION, _torch.__version__)
 
 from . import _C  # noqa: E402
-from ._paths import simulator_library  # noqa: E402
+from ._paths import simulator_generations, simulator_library  # noqa: E402
 from .config import config  # noqa: E402
 from .diagnostics import Diagnostics, diagnostics  # noqa: E402
 
 __version__ = _C.__version__
 
-__all__ = ["config", "diagnostics", "Diagnostics", "use_library", "simulator_library", "registration_message"]
+__all__ = [
+    "config",
+    "diagnostics",
+    "Diagnostics",
+    "use_library",
+    "simulator_library",
+    "simulator_generations",
+    "registration_message",
+]
 
 
 def use_library(path: str | _os.PathLike[str]) -> None:
