@@ -3,8 +3,9 @@
 Opt-in only: nothing here runs until :func:`enable` is called. ``enable()`` names the PrivateUse1
 backend ``npu``, loads the simulated device (``libtorch_mspti_npu_sim.so``: host memory, a native
 op set plus a CPU fallback for every other op), registers ``torch.npu`` and points the profiler
-plugin at the simulated MSPTI library (``libmspti_sim.so``), on whose real-time device timeline every
-op execution launches its kernels.
+plugin at the simulated MSPTI library (``libmspti_sim.so``, or the simulator generation chosen with
+``TORCH_MSPTI_LIBRARY`` / ``torch_mspti.use_library``), on whose real-time device timeline every op
+execution launches its kernels.
 
 Launch modes, as torch_npu has them:
 

@@ -129,12 +129,14 @@ def run(
 
     if chosen == "sim":
         from torch_mspti import sim
+        from torch_mspti._paths import simulator_generation_of
 
         s = sim.settings()
+        generation = simulator_generation_of(s.get("simulator_library") or "") or "?"
         print(
             f"torch-mspti demo: SIMULATED NPU ({s.get('device_count')} devices, "
-            f"launch mode {s.get('launch_mode')}); no Ascend hardware is used, kernel times "
-            "are modelled from host compute time."
+            f"launch mode {s.get('launch_mode')}, simulated MSPTI {generation}); no Ascend hardware "
+            "is used, kernel times are modelled from host compute time."
         )
     else:
         print("torch-mspti demo: real Ascend NPU (torch_npu)")
