@@ -173,10 +173,3 @@ def pending_launches(health: dict) -> int:
     drain = health.get("drain")
     n = _num(drain.get("pending_launches")) if isinstance(drain, dict) else None
     return int(n or 0)
-
-
-def dropped_total(health: dict) -> int:
-    dropped = health.get("dropped")
-    if not isinstance(dropped, dict):
-        return 0
-    return int(sum(v for v in dropped.values() if isinstance(v, int) and not isinstance(v, bool)))
