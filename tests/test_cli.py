@@ -484,7 +484,13 @@ def test_doctor_report_shows_session_and_capabilities(fake_diagnostics, capsys):
     fake_diagnostics(AVAILABLE)
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
-    for text in ("98.3%", "quiet", "memcpy_memset yes", "msptiActivityEnableMarkerDomain", "ASCEND_TOOLKIT_HOME"):
+    for text in (
+        "link_ratio 0.983",
+        "quiet",
+        "memcpy_memset yes",
+        "msptiActivityEnableMarkerDomain",
+        "ASCEND_TOOLKIT_HOME",
+    ):
         assert text in out
 
 
@@ -618,28 +624,30 @@ def test_doctor_on_an_unreadable_trace_exits_2(tmp_path, capsys):
 def test_probe_verdicts():
     from torch_mspti_cli import _doctor_probe
 
+    health = {"state": "stopped", "errors": [], "drain": {"exit_reason": "balanced", "ms": 21.0, "pending_launches": 0}}
     good = {
         "device": "sim",
-        "diagnostics": {
-            "library": AVAILABLE["library"],
-            "plugin": AVAILABLE["plugin"],
-            "last_session": AVAILABLE["last_session"],
-        },
+        "diagnostics": {"library": AVAILABLE["library"], "plugin": AVAILABLE["plugin"]},
+        "check": {"ok": True, "stats": {"kernels": 9, "linked_kernels": 9, "link_ratio": 1.0}, "health": health},
     }
     ok, line = _doctor_probe.probe_verdict(good)
-    assert ok and "120 kernels, 98.3% linked" in line and "no real NPU" in line
-    for change, expected in [
-        ({"error": "cannot use device 'real': no NPU"}, "no NPU"),
-        ({"plugin": {**AVAILABLE["plugin"], "backend_named": False, "privateuse1_backend": "privateuseone"}}, "stayed"),
-        ({"plugin": {**AVAILABLE["plugin"], "last_trace_used_ours": False}}, "another PrivateUse1 profiler"),
-        ({"last_session": {**AVAILABLE["last_session"], "kernels": 0}}, "no kernel"),
-        ({"last_session": {"state": "failed", "errors": ["MSPTI unavailable"]}}, "MSPTI unavailable"),
+    assert ok and "9 kernels in its trace, 100.0% linked" in line and "balanced" in line and "no real NPU" in line
+    for where, change, expected in [
+        (None, {"error": "cannot use device 'real': no NPU"}, "no NPU"),
+        ("plugin", {"backend_named": False, "privateuse1_backend": "privateuseone"}, "stayed 'privateuseone'"),
+        ("plugin", {"last_trace_used_ours": False}, "another PrivateUse1 profiler"),
+        ("check", {"health": None}, "no torch-mspti health report"),
+        ("check", {"health": {"state": "failed", "errors": ["MSPTI unavailable"]}}, "MSPTI unavailable"),
+        ("check", {"stats": {"kernels": 0}}, "no kernel"),
+        ("check", {"health": {**health, "drain": {"exit_reason": "timeout", "pending_launches": 2}}}, "2 of the probe"),
     ]:
         bad = copy.deepcopy(good)
-        if "error" in change:
+        if where is None:
             bad.update(change)
+        elif where == "plugin":
+            bad["diagnostics"]["plugin"] = {**bad["diagnostics"]["plugin"], **change}
         else:
-            bad["diagnostics"].update(change)
+            bad["check"].update(change)
         ok, line = _doctor_probe.probe_verdict(bad)
         assert not ok and expected in line, (change, line)
 
@@ -652,10 +660,11 @@ def test_doctor_probe_profiles_the_simulator_in_a_child_process(capsys):
     doc = json.loads(capsys.readouterr().out)
     probe = doc["probe"]
     assert doc["ok"] is True and probe["device"] == "sim" and probe["error"] is None
-    last, plugin = probe["diagnostics"]["last_session"], probe["diagnostics"]["plugin"]
-    # every kernel the simulated device launched inside the profile was collected and linked
-    assert last["kernels"] == probe["device_counters"]["kernels"] > 0
-    assert last["linked_kernels"] == last["kernels"] and last["drain"]["pending_launches"] == 0
+    stats, health = probe["check"]["stats"], probe["check"]["health"]
+    # every kernel the simulated device launched inside the profile is in the trace, linked
+    assert stats["kernels"] == probe["device_counters"]["kernels"] > 0
+    assert stats["linked_kernels"] == stats["kernels"] and health["drain"]["pending_launches"] == 0
+    plugin = probe["diagnostics"]["plugin"]
     assert plugin["privateuse1_backend"] == "npu" and plugin["last_trace_used_ours"] is True
     assert probe["diagnostics"]["library"]["capabilities"]["kernel"] is True
     assert probe["check"]["ok"] is True

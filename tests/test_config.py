@@ -45,24 +45,6 @@ def test_every_setting_is_listed_with_type_unit_and_range():
     assert names["drain_timeout_ms"]["unit"] == "ms"
 
 
-def test_settings_list_the_current_values():
-    config.buffer_pool_cap = 9
-    config.enable_markers = True
-    by_name = {s["name"]: s for s in config.settings()}
-    assert by_name["buffer_pool_cap"]["value"] == 9 and by_name["enable_markers"]["value"] is True
-    assert all(s["value"] == getattr(config, s["name"]) for s in by_name.values())
-
-
-# Defaults need a field from the C++ settings table (SettingInfo has none yet); settings() passes
-# it through once config_settings() reports it. Remove the marker when that lands.
-@pytest.mark.xfail(strict=True, reason="the extension's settings table has no defaults yet")
-def test_settings_list_the_defaults_whatever_the_current_values():
-    config.buffer_pool_cap = 9
-    by_name = {s["name"]: s for s in config.settings()}
-    assert by_name["buffer_pool_cap"]["default"] == 64 and by_name["buffer_size"]["default"] == 8 << 20
-    assert by_name["drain_order"]["default"] == "auto" and by_name["enable_markers"]["default"] is False
-
-
 def test_reading_returns_typed_values():
     assert config.buffer_size == 8 << 20 and type(config.buffer_size) is int
     assert config.enable_kernels is True

@@ -51,17 +51,9 @@ class Config:
     def __dir__(self) -> list[str]:
         return [s["name"] for s in _C.config_settings()]
 
-    def settings(self) -> list[dict[str, Any]]:
-        """One dict per setting: ``name``, ``type``, ``unit``, ``range`` (allowed values),
-        ``description``, ``value`` (the current value, as ``getattr(config, name)`` returns it)
-        and ``default`` when the extension reports defaults. Thread-safe (each value is read
-        once; a concurrent assignment may land between two settings)."""
-        out = []
-        for s in _C.config_settings():
-            entry = dict(s)
-            entry["value"] = _C.config_get(s["name"])
-            out.append(entry)
-        return out
+    def settings(self) -> list[dict[str, str]]:
+        """One dict per setting: name, type, unit, allowed range, description."""
+        return _C.config_settings()
 
     def to_dict(self) -> dict[str, Any]:
         """All current values, by name."""

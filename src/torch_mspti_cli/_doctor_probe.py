@@ -2,8 +2,9 @@
 
 The child is :mod:`torch_mspti.probe` (real NPU when torch_npu and CANN are installed, else the
 simulated NPU). This side starts it, reads its JSON result and reports what the session saw:
-device, library, PrivateUse1 backend name, whether kineto used torch-mspti's profiler, kernels
-and their link ratio, the drain, the capabilities observed, and the check of the probe's trace.
+device, library, PrivateUse1 backend name, whether kineto used torch-mspti's profiler and the
+capabilities observed (from the plugin's diagnostics), and the kernels, their link ratio and the
+drain as the probe's trace and its health report hold them (the trace format is the stable part).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import sys
 import tempfile
 from typing import Any
 
+from . import _health
 from ._output import PROG, Out, dump_json, fmt, plural, ratio
-from .cmd_doctor import print_verdict, render_capabilities, render_session, verdict
+from .cmd_doctor import print_verdict, render_capabilities, verdict
 
 TIMEOUT_S = 300
 
@@ -45,11 +47,13 @@ def run_child(device: str, timeout: float = TIMEOUT_S) -> dict[str, Any]:
 
 
 def probe_verdict(r: dict[str, Any]) -> tuple[bool, str]:
-    """(a profile collected NPU kernels through torch-mspti, one line)."""
+    """(a profile collected NPU kernels through torch-mspti, one line). The kernels, links and
+    drain are read from the probe's trace and its health report, as a user would see them; the
+    plugin's registration and backend name from its diagnostics."""
     if r.get("error"):
         return False, r["error"]
     diag = r.get("diagnostics") or {}
-    plugin, last = diag.get("plugin") or {}, diag.get("last_session") or {}
+    plugin = diag.get("plugin") or {}
     if plugin.get("backend_named") is False:
         return False, (
             f"the PrivateUse1 backend stayed {plugin.get('privateuse1_backend')!r} in the probe: "
@@ -58,17 +62,26 @@ def probe_verdict(r: dict[str, Any]) -> tuple[bool, str]:
     ok, line = verdict({**diag, "simulator": {}})
     if not ok:
         return False, line
-    if last.get("state") == "failed":
-        return False, f"the probe's session failed: {'; '.join(map(str, last.get('errors') or [])) or '?'}"
-    kernels = last.get("kernels") or 0
+    check = r.get("check") or {}
+    health, stats = check.get("health"), check.get("stats") or {}
+    if not isinstance(health, dict):
+        return False, "the probe's trace has no torch-mspti health report: kineto did not use torch-mspti's profiler"
+    if health.get("state") == "failed":
+        return False, f"the probe's session failed: {'; '.join(map(str, health.get('errors') or [])) or '?'}"
+    kernels = stats.get("kernels") or 0
     if not kernels:
-        return False, "the probe's session collected no kernel although the device ran its ops"
+        return False, "the probe's trace holds no kernel although the device ran its ops"
+    drain = health.get("drain") if isinstance(health.get("drain"), dict) else {}
+    pending = _health.pending_launches(health)
+    if pending:
+        return (
+            False,
+            f"{pending} of the probe's launches had no kernel when the drain ended ({drain.get('exit_reason')})",
+        )
     where = "the simulated NPU" if r.get("device") == "sim" else "the Ascend NPU"
-    drain = last.get("drain") or {}
     line = (
-        f"a profile on {where} collected {plural(kernels, 'kernel')}, {ratio(last.get('link_ratio'))} linked "
-        f"to their ops; drain {drain.get('exit_reason', '?')} in {fmt(drain.get('ms'))} ms, "
-        f"{fmt(drain.get('pending_launches'))} launches pending"
+        f"a profile on {where} put {plural(kernels, 'kernel')} in its trace, {ratio(stats.get('link_ratio'))} "
+        f"linked to their ops; drain {drain.get('exit_reason', '?')} in {fmt(drain.get('ms'))} ms, nothing pending"
     )
     if r.get("device") == "sim":
         line += "; no real NPU was used, so this shows torch-mspti works, not CANN's MSPTI"
@@ -78,7 +91,7 @@ def probe_verdict(r: dict[str, Any]) -> tuple[bool, str]:
 def _render(out: Out, r: dict[str, Any]) -> None:
     out.line(f"{PROG} doctor --probe: a short profile in a child process", "bold")
     diag = r.get("diagnostics") or {}
-    lib, plugin, last = diag.get("library") or {}, diag.get("plugin") or {}, diag.get("last_session") or {}
+    lib, plugin = diag.get("library") or {}, diag.get("plugin") or {}
     sim = r.get("simulator") or {}
     if r.get("device") == "sim":
         device = f"simulated NPU ({fmt(sim.get('device_count'))} devices, launch mode {fmt(sim.get('launch_mode'))})"
@@ -87,7 +100,6 @@ def _render(out: Out, r: dict[str, Any]) -> None:
     out.section("Probe session")
     rows: list[tuple[str, Any]] = [("device", device)]
     if diag:
-        counters = r.get("device_counters") or {}
         library = f"{fmt(lib.get('path'))} ({fmt(lib.get('version'))})" if lib.get("available") else lib.get("reason")
         rows += [
             ("library", library),
@@ -95,18 +107,28 @@ def _render(out: Out, r: dict[str, Any]) -> None:
             ("kineto used ours", plugin.get("last_trace_used_ours")),
             ("capabilities", render_capabilities(lib.get("capabilities") or {})),
         ]
-        if "kernels" in counters:
-            rows.append(("device launched", f"{plural(counters['kernels'], 'kernel')} inside the profile"))
+    counters = r.get("device_counters") or {}
+    if "kernels" in counters:
+        rows.append(("device launched", f"{plural(counters['kernels'], 'kernel')} inside the profile"))
     check = r.get("check")
     if check:
+        stats = check.get("stats") or {}
+        rows.append(
+            (
+                "trace",
+                f"{plural(stats.get('kernels') or 0, 'kernel')}, {fmt(stats.get('linked_kernels'))} linked "
+                f"({ratio(stats.get('link_ratio'))})",
+            )
+        )
         counts = ", ".join(f"{k} {n}" for k, n in sorted((check.get("counts_by_rule") or {}).items()))
         rows.append(("trace check", "no problems" if check.get("ok") else f"{check.get('problem_count')}: {counts}"))
         rows += [("warning", f"{w['rule']}: {w['message']}") for w in check.get("warnings") or []]
     rows += [("warning", w) for w in r.get("warnings") or []]
     out.rows(rows)
-    if last:
-        out.section("Its session (torch_mspti.diagnostics() in the probe)")
-        render_session(out, last)
+    health = (check or {}).get("health")
+    if isinstance(health, dict):
+        out.section("Its health report (embedded in the probe's trace)")
+        out.rows(_health.summary_rows(health))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,8 @@ import argparse
 import sys
 from typing import Any
 
-from ._output import PROG, Out, dump_json, fmt, one_line, ratio
+from . import _health
+from ._output import PROG, Out, dump_json, fmt, one_line
 
 TRANSFER_TO_NPU = "torch_npu.contrib.transfer_to_npu"
 SESSION_SOURCES = (
@@ -131,7 +132,7 @@ def _simulator_facts(torch_mspti: Any, lib: dict) -> dict[str, Any]:
     try:
         from torch_mspti import _paths
 
-        generations = list(torch_mspti.simulator_generations())
+        generations = list(_paths.simulator_generations())
         default = torch_mspti.simulator_library() if generations else None
         loaded = _paths.simulator_generation_of(lib["path"]) if lib.get("available") and lib.get("path") else None
     except Exception:  # an install without the simulator files
@@ -249,57 +250,10 @@ def _render(out: Out, d: dict) -> None:
             f"none in this process (the doctor runs in a process of its own); for a session see {SESSION_SOURCES}.",
             indent=2,
         )
-    else:
-        render_session(out, last)
-    totals = d.get("totals") or {}
-    if totals and last:
-        out.rows(
-            [
-                (
-                    "all sessions",
-                    f"kernels {fmt(totals.get('kernels'))} (linked {fmt(totals.get('linked_kernels'))}, "
-                    f"{ratio(totals.get('link_ratio'))}); records dropped {fmt(totals.get('records_dropped'))}",
-                )
-            ]
-        )
+    else:  # generic: the report's keys follow the plugin's counters
+        out.rows(_health.summary_rows(last))
 
     if d.get("bypass"):
         out.section("Warnings")
         for b in d["bypass"]:
             out.para(f"! {b['message']}; fix: {b['fix']}", indent=2, style="yellow")
-
-
-def render_session(out: Out, s: dict) -> None:
-    """A ``last_session`` entry of diagnostics()."""
-    buf, drain = s.get("buffers") or {}, s.get("drain") or {}
-    out.rows(
-        [
-            ("state", s.get("state")),
-            ("errors", s.get("errors")),
-            (
-                "kernels",
-                f"{fmt(s.get('kernels'))}  (linked {fmt(s.get('linked_kernels'))}, "
-                f"{ratio(s.get('link_ratio'))}; unlinked {fmt(s.get('unlinked_kernels'))})",
-            ),
-            (
-                "rejected",
-                f"out of window {fmt(s.get('out_of_window'))}, invalid timing {fmt(s.get('invalid_timing'))}, "
-                f"duplicates {fmt(s.get('duplicates'))}, mislinks {fmt(s.get('mislinks_rejected'))}",
-            ),
-            (
-                "buffers",
-                f"requested {fmt(buf.get('requested'))}, completed {fmt(buf.get('completed'))}, "
-                f"declined {fmt(buf.get('declined'))}; records dropped {fmt(s.get('records_dropped'))}",
-            ),
-            (
-                "drain",
-                f"{fmt(drain.get('exit_reason'))} after {fmt(drain.get('flushes'))} flushes, {fmt(drain.get('ms'))} ms",
-            ),
-            (
-                "during drain",
-                f"records {fmt(drain.get('records_during_drain'))}, pending launches "
-                f"{fmt(drain.get('pending_launches'))}, late records {fmt(drain.get('late_records'))}",
-            ),
-            ("records by kind", s.get("records_by_kind") or None),
-        ]
-    )
