@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor",
         help="can NPU kernels be collected here? why is my NPU lane empty? (exit 1 if not possible)",
         description="Without arguments: this machine's libmspti search, plugin registration and settings. "
-        "--probe: also profile a few ops in a child process and report that session. "
+        "--probe: profile a few ops in a child process and report that session instead. "
         "TRACE.json: explain the health report torch-mspti embedded in an exported trace.",
     )
     d.add_argument("trace", metavar="TRACE.json", nargs="?", help="explain this trace's health report")
