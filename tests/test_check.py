@@ -11,7 +11,8 @@ import textwrap
 
 import pytest
 
-from torch_mspti.check import RULES, CheckReport, TraceFileError, check_trace, load_trace
+from torch_mspti.check import RULES, WARNINGS, CheckReport, TraceFileError, check_trace, load_trace
+from torch_mspti_cli import _health
 
 HOST = 4242  # host pid == tid of the launching thread
 NPU = 0  # logical device index == device pid
@@ -223,6 +224,19 @@ def _health_not_object(t):
     t["torch_mspti"] = 5
 
 
+def _empty(t):
+    t["traceEvents"] = []
+
+
+def _no_device_activity(t):
+    # what a CPU-only profile holds: ops, but no launch, kernel or arrow
+    t["traceEvents"] = [e for e in t["traceEvents"] if e.get("cat") not in ("kernel", "privateuse1_runtime", "ac2g")]
+
+
+def _session_failed(t):
+    t["torch_mspti"] = {"state": "failed", "errors": ["MSPTI unavailable: libmspti.so not found"]}
+
+
 BROKEN = [
     ("event-malformed", _append_non_object, {}),
     ("event-malformed", _list_pid, {}),
@@ -254,6 +268,11 @@ BROKEN = [
     ("npu-lane-sorted-above-cpu", _device_sort_missing, {}),
     ("link-ratio-below-min", _unlinked_kernel, {"min_link_ratio": 0.9}),
     ("health-report-malformed", _health_not_object, {}),
+    ("trace-empty", _empty, {}),
+    ("trace-empty", _empty, {"allow_empty": True}),
+    ("no-device-activity", _no_device_activity, {}),
+    ("session-failed", _session_failed, {}),
+    ("session-failed", _session_failed, {"allow_empty": True}),
 ]
 
 
@@ -273,6 +292,90 @@ def test_every_rule_has_a_broken_trace():
     assert {rule for rule, _, _ in BROKEN} == set(RULES)
 
 
+def _no_health_report(t):
+    del t["torch_mspti"]
+
+
+def _no_kernel_linked(t):
+    for e in t["traceEvents"]:
+        if e.get("cat") == "kernel":
+            del e["args"]["External id"]
+
+
+def _session_errors(t):
+    t["torch_mspti"] = {"state": "processed", "errors": ["Disable(KERNEL): MSPTI_ERROR_INNER"]}
+
+
+def _launches_pending(t):
+    t["torch_mspti"] = {"state": "stopped", "drain": {"exit_reason": "timeout", "pending_launches": 3}}
+
+
+WARNED = [
+    ("health-report-missing", _no_health_report),
+    ("no-kernel-linked", _no_kernel_linked),
+    ("session-errors", _session_errors),
+    ("launches-pending", _launches_pending),
+]
+
+
+@pytest.mark.parametrize("rule, mutate", WARNED, ids=[r for r, _ in WARNED])
+def test_each_warning_is_reported_without_failing_the_check(rule, mutate):
+    trace = make_trace()
+    assert check_trace(trace).warnings == []
+    mutate(trace)
+    report = check_trace(trace)
+    assert report.ok, [p.message for p in report.problems]
+    assert [w.rule for w in report.warnings] == [rule]
+    assert report.warnings[0].message and rule in WARNINGS
+    assert report.to_dict()["warnings"] == [report.warnings[0].to_dict()]
+
+
+def test_every_warning_has_a_trace():
+    assert {rule for rule, _ in WARNED} == set(WARNINGS)
+
+
+def test_a_failed_session_names_its_error():
+    trace = make_trace()
+    _session_failed(trace)
+    (problem,) = check_trace(trace).problems
+    assert "libmspti.so not found" in problem.message
+
+
+def test_no_device_activity_says_whether_the_plugin_served_the_trace():
+    served = make_trace()
+    _no_device_activity(served)
+    assert "session ran" in check_trace(served).problems[0].message
+    _no_health_report(served)
+    (problem,) = check_trace(served).problems
+    assert problem.rule == "no-device-activity" and "did not serve" in problem.message
+    assert check_trace(served, allow_empty=True).ok and check_trace(served, allow_empty=True).warnings == []
+
+
+def test_health_summary_covers_drops_repairs_drain_and_unknown_keys():
+    health = {
+        "library": {"available": True, "path": "/opt/cann/lib64/libmspti.so", "version": "26.1", "found_by": "env"},
+        "state": "processed",
+        "errors": [],
+        "enabled_kinds": ["KERNEL", "RUNTIME_API"],
+        "records_by_kind": {"KERNEL": 7, "RUNTIME_API": 7},
+        "dropped": {"out_of_window": 3, "invalid_timing": 1, "duplicates": 0},
+        "repaired": {"overlaps": 0, "max_shift_ns": 0},
+        "drain": {"order": "poll_first", "exit_reason": "quiet", "flushes": 4, "ms": 12.5, "pending_launches": 0},
+        "capabilities": {"memcpy_memset": {"ok": False, "reason": "needs LD_PRELOAD"}},
+        "a_new_counter": 5,
+        "a_new_section": {"x": 1, "y": 0},
+    }
+    rows = dict(_health.summary_rows(health))
+    assert rows["library"] == "/opt/cann/lib64/libmspti.so (26.1; found by env)"
+    assert rows["records"] == "14 (KERNEL 7, RUNTIME_API 7)"
+    assert rows["dropped"] == "4 in all: out_of_window 3, invalid_timing 1 (other 1 0)"
+    assert rows["repaired"] == "none (overlaps, max_shift_ns all 0)"
+    assert rows["drain"].startswith("quiet (poll_first) after 4 flushes, 12.5 ms")
+    assert "needs LD_PRELOAD" in rows["capabilities"]
+    assert rows["other counters"] == "a_new_counter 5"
+    assert rows["a new section"] == "x 1 (other 1 0)"
+
+
 def test_well_formed_trace_is_accepted_with_its_stats():
     report = check_trace(make_trace(ops=4), min_link_ratio=1.0)
     assert report.ok, [p.message for p in report.problems]
@@ -283,9 +386,10 @@ def test_well_formed_trace_is_accepted_with_its_stats():
     assert report.to_dict()["ok"] is True
 
 
-def test_bare_event_list_is_accepted():
+def test_bare_event_list_is_accepted_with_a_warning_about_its_missing_health_report():
     report = check_trace(make_trace()["traceEvents"])
     assert report.ok and report.stats.kernels == 3 and report.health is None
+    assert [w.rule for w in report.warnings] == ["health-report-missing"]
 
 
 def test_health_report_written_as_json_string_is_read():
@@ -339,8 +443,8 @@ def test_other_flow_categories_are_ignored():
 
 def test_link_ratio_without_kernels_fails_only_when_a_minimum_is_asked():
     trace = {"traceEvents": [e for e in make_trace()["traceEvents"] if e.get("ph") == "M"]}
-    assert check_trace(trace).ok and check_trace(trace).stats.link_ratio is None
-    assert set(check_trace(trace, min_link_ratio=0.5).counts_by_rule) == {"link-ratio-below-min"}
+    assert check_trace(trace, allow_empty=True).ok and check_trace(trace, allow_empty=True).stats.link_ratio is None
+    assert set(check_trace(trace, min_link_ratio=0.5, allow_empty=True).counts_by_rule) == {"link-ratio-below-min"}
 
 
 def test_invalid_min_link_ratio_is_a_value_error():
@@ -427,7 +531,8 @@ def test_real_cpu_only_torch_trace_is_accepted(tmp_path):
         p.export_chrome_trace({str(out)!r})
     """)
     subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, timeout=300)
-    report = check_trace(out)
+    assert set(check_trace(out).counts_by_rule) == {"no-device-activity"}
+    report = check_trace(out, allow_empty=True)
     assert isinstance(report, CheckReport)
     assert report.ok, [p.message for p in report.problems]
-    assert report.stats.kernels == 0 and report.stats.device_lanes == 0
+    assert report.stats.kernels == 0 and report.stats.device_lanes == 0 and report.warnings == []

@@ -47,9 +47,13 @@ def _session(run) -> dict:
 
 
 def _assert_valid(run) -> None:
+    """No crash, and a structurally valid trace whose only finding is the one its own health report
+    explains: a failed session's trace fails the check as session-failed. Whether kernels arrived
+    is each test's own assertion (some faults leave none), so an empty device lane is allowed."""
     assert run.returncode == 0, run.stderr[-3000:]
-    report = check_trace(run.trace)
-    assert report.ok, report.to_dict()
+    failed = _session(run)["state"] == "failed"
+    report = check_trace(run.trace, allow_empty=True)
+    assert set(report.counts_by_rule) == ({"session-failed"} if failed else set()), report.to_dict()
 
 
 def _expected(run) -> Counter:

@@ -38,8 +38,8 @@ def _assert_cpu_only_trace_with_one_warning_and_a_reason(run: simrun.SimResult) 
     assert any(op["name"] == "simrun::launch" for op in ops), "the CPU half of the trace is missing"
     assert not kernels(trace) and not launches(trace)
     assert not flow_events(trace, "s") and not flow_events(trace, "f")
-    report = check_trace(trace)
-    assert report.ok, report.to_dict()
+    report = check_trace(trace, allow_empty=True)  # structurally valid; failing only for its failed session
+    assert set(report.counts_by_rule) == {"session-failed"}, report.to_dict()
     assert run.profiles[0]["kernels"] == []
 
     doctor = run.doctor_warnings()

@@ -53,7 +53,7 @@ def test_cpu_only_profiling_after_registration_makes_no_mspti_call_and_adds_no_d
         assert simrun.cpu_ops(trace), "no cpu_op events in a CPU-only trace"
         assert not kernels(trace) and not launches(trace)
         assert not flow_events(trace, "s") and not flow_events(trace, "f")
-        assert check_trace(trace).ok
+        assert check_trace(trace, allow_empty=True).ok
     assert all(p["kernels"] == [] for p in run.profiles)
     assert run.diagnostics["last_session"] is None
     assert run.diagnostics["plugin"]["device_sessions"] == 0

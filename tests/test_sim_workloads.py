@@ -49,11 +49,35 @@ def test_mlp_demo_profiles_training_steps(tmp_path):
     assert list((tmp_path / "mlp_tb").glob("*.json"))
 
 
-def test_transformer_demo_runs_several_cycles(tmp_path):
-    rc, out, trace = _demo(tmp_path, "transformer", 32, 8)  # schedule cycle = 4 steps
+def _profiled_steps(trace: Path) -> list[str]:
+    return sorted(e["name"] for e in _events(trace) if str(e.get("name", "")).startswith("ProfilerStep#"))
+
+
+@pytest.mark.parametrize("workload, steps", [("mlp", 1), ("mlp", 2), ("transformer", 2)])
+def test_steps_is_the_number_of_profiled_steps(tmp_path, workload, steps):
+    rc, out, trace = _demo(tmp_path, workload, 32, steps)
     assert rc == 0, out
-    assert len(list((tmp_path / "transformer_tb").glob("*.json"))) >= 2
-    assert trace.is_file()
+    assert _profiled_steps(trace) == [f"ProfilerStep#{i}" for i in range(1, steps + 1)]
+    kernels = [e for e in _events(trace) if e.get("cat") == "kernel"]
+    assert kernels and f"kernels  {len(kernels)} " in out
+    assert len(list((tmp_path / f"{workload}_tb").glob("*.json"))) == 1  # one cycle
+
+
+def test_phases_steps_repeat_the_phases_inside_the_profile(tmp_path):
+    rc, out, trace = _demo(tmp_path, "phases", 64, 2)
+    assert rc == 0, out
+    assert sum(1 for e in _events(trace) if e.get("name") == "matmul" and e.get("cat") == "user_annotation") == 2
+    assert sum(1 for e in _events(trace) if e.get("cat") == "kernel" and e.get("name") == "MatMulV2") == 10
+
+
+@pytest.mark.parametrize("arg", ["steps=0", "size=0", "steps=-3"])
+def test_steps_and_size_below_one_are_usage_errors_before_any_device_is_touched(arg):
+    import torch
+
+    from torch_mspti.sim import demo  # in this process: the check must come before sim.enable()
+
+    assert demo.run("mlp", **{arg.split("=")[0]: int(arg.split("=")[1])}) == 2
+    assert torch._C._get_privateuse1_backend_name() == "privateuseone"
 
 
 def test_unknown_workload_is_a_usage_error(tmp_path):

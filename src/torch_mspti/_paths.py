@@ -33,7 +33,9 @@ def _normalise_generation(generation: str | int) -> str:
 
 
 def simulator_generations() -> list[str]:
-    """The MSPTI generations whose simulator library is installed, oldest first."""
+    """The MSPTI generations whose simulator library is installed, oldest first (e.g.
+    ``["8.0.RC3", "8.1", "8.2", "26.0", "26.1"]``); each is a valid ``simulator_library()``
+    argument. Looks only at files, loads nothing."""
     return [g for g, name in SIMULATOR_GENERATIONS.items() if (_simulator_dir() / name).is_file()]
 
 
@@ -46,14 +48,14 @@ def simulator_library(generation: str | int | None = None) -> str:
     """Absolute path of a simulated MSPTI in ``torch_mspti/lib``.
 
     ``generation=None`` is the default simulator, ``libmspti_sim.so`` (the 26.1 generation);
-    ``TORCH_MSPTI_SIM_LIBRARY`` overrides it (development builds). Otherwise one of
-    ``simulator_generations()``: "8.0.RC3", "8.1", "8.2", "26.0" or "26.1" (also 80, 81, 82,
-    260, 261), whose library exports exactly that generation's MSPTI symbols and accepts its
-    activity kinds (see README "MSPTI versions"); with ``TORCH_MSPTI_SIM_LIBRARY`` set it is
-    looked up in that file's directory. The library search never finds these files by itself:
-    they are used only when passed explicitly (``use_library``, ``TORCH_MSPTI_LIBRARY`` or
-    ``torch_mspti.sim.enable()``). Raises FileNotFoundError when the file is missing (a broken
-    install) and ValueError for an unknown generation.
+    ``TORCH_MSPTI_SIM_LIBRARY`` overrides it (development builds). Otherwise one of "8.0.RC3",
+    "8.1", "8.2", "26.0" or "26.1" (also 80, 81, 82, 260, 261; ``torch_mspti.simulator_generations()``
+    lists the installed ones), whose library exports exactly that generation's MSPTI symbols and
+    accepts its activity kinds (see README "MSPTI versions"); with ``TORCH_MSPTI_SIM_LIBRARY`` set
+    it is looked up in that file's directory. The library search never finds these files by
+    itself: they are used only when passed explicitly (``use_library``, ``TORCH_MSPTI_LIBRARY`` or
+    ``torch_mspti.sim.enable()``, which honours either choice). Raises FileNotFoundError when the
+    file is missing (a broken install) and ValueError for an unknown generation.
     """
     override = os.environ.get("TORCH_MSPTI_SIM_LIBRARY")
     if generation is None:
@@ -63,6 +65,24 @@ def simulator_library(generation: str | int | None = None) -> str:
     if not path.is_file():
         raise FileNotFoundError(f"simulated MSPTI not found at {path}: reinstall torch-mspti")
     return str(path)
+
+
+def simulator_generation_of(path: str | os.PathLike[str]) -> str | None:
+    """The generation of the simulated MSPTI at ``path`` (a key of SIMULATOR_GENERATIONS), or None
+    when ``path`` is not one of torch-mspti's simulator libraries. Compares resolved paths (the
+    files of ``torch_mspti/lib``, or of ``TORCH_MSPTI_SIM_LIBRARY``'s directory, whose own file is
+    the default generation); never loads anything."""
+    try:
+        target = Path(path).resolve()
+    except (OSError, RuntimeError, TypeError, ValueError):
+        return None
+    override = os.environ.get("TORCH_MSPTI_SIM_LIBRARY")
+    if override and Path(override).resolve() == target:
+        return DEFAULT_SIMULATOR_GENERATION
+    for generation, name in SIMULATOR_GENERATIONS.items():
+        if (_simulator_dir() / name).resolve() == target:
+            return generation
+    return None
 
 
 def npu_device_library() -> str:

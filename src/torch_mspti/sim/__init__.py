@@ -3,8 +3,9 @@
 Opt-in only: nothing here runs until :func:`enable` is called. ``enable()`` names the PrivateUse1
 backend ``npu``, loads the simulated device (``libtorch_mspti_npu_sim.so``: host memory, a native
 op set plus a CPU fallback for every other op), registers ``torch.npu`` and points the profiler
-plugin at the simulated MSPTI library (``libmspti_sim.so``), on whose real-time device timeline every
-op execution launches its kernels.
+plugin at the simulated MSPTI library (``libmspti_sim.so``, or the simulator generation chosen with
+``TORCH_MSPTI_LIBRARY`` / ``torch_mspti.use_library``), on whose real-time device timeline every op
+execution launches its kernels.
 
 Launch modes, as torch_npu has them:
 
@@ -35,6 +36,7 @@ __all__ = [
     "simulator_stats",
     "device_counters",
     "LAUNCH_MODES",
+    "LIMITS",
 ]
 
 LAUNCH_MODES = ("queued", "direct")
@@ -104,16 +106,83 @@ def _check_preconditions(torch) -> None:
         )
 
 
-def _point_plugin_at(sim_path: str) -> None:
-    try:
-        import torch_mspti
-    except ImportError:
-        torch_mspti = None
-    use_library = getattr(torch_mspti, "use_library", None) if torch_mspti is not None else None
-    if use_library is not None:
-        use_library(sim_path)  # RuntimeError if the plugin already loaded another library
-    else:
-        os.environ["TORCH_MSPTI_LIBRARY"] = sim_path
+# Allowed ranges of enable()'s numeric arguments, inclusive. The upper bounds keep every derived
+# duration within int64 nanoseconds and below 1000 s, so that no simulated kernel or queue delay
+# can stall synchronize() for good.
+LIMITS: dict[str, tuple[float, float]] = {
+    "device_count": (1, 16),
+    "duration_scale": (0.0, 1e6),
+    "min_duration_ns": (0, 10**12),
+    "fixed_duration_ns": (0, 10**12),
+    "queue_pickup_us": (0.0, 1e9),
+    "housekeeping_every": (0, 2**31 - 1),
+}
+_FLOATS = ("duration_scale", "queue_pickup_us")
+
+
+def _validated(args: dict[str, Any]) -> dict[str, Any]:
+    """enable()'s arguments, type- and range-checked: TypeError for a wrong type, ValueError for a
+    value outside LIMITS (both name the argument, the value and the allowed range)."""
+    out: dict[str, Any] = {}
+    for name, value in args.items():
+        if name == "launch_mode":
+            if value not in LAUNCH_MODES:
+                raise ValueError(f"launch_mode must be one of {LAUNCH_MODES}, got {value!r}")
+            out[name] = value
+            continue
+        low, high = LIMITS[name]
+        is_float = name in _FLOATS
+        allowed = f"{'a number' if is_float else 'an int'} in [{low:_}, {high:_}]"
+        ok_type = isinstance(value, (int, float)) if is_float else isinstance(value, int)
+        if isinstance(value, bool) or not ok_type:
+            raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__})")
+        if not (low <= value <= high):  # also False for nan
+            raise ValueError(f"{name} must be {allowed}, got {value!r}")
+        out[name] = float(value) if is_float else int(value)
+    return out
+
+
+def _plugin_library_choice() -> tuple[str | None, str]:
+    """(the MSPTI library the plugin will use, how it was chosen): the library already loaded,
+    else an explicit ``library_path`` (``TORCH_MSPTI_LIBRARY`` or ``torch_mspti.use_library``),
+    else (None, "")."""
+    import torch_mspti
+
+    loaded = torch_mspti._C.library_report(False)
+    if loaded.get("available") and loaded.get("path"):
+        return loaded["path"], f"already loaded by the plugin in this process (found by {loaded.get('found_by')})"
+    chosen = torch_mspti.config.library_path
+    if not chosen:
+        return None, ""
+    env = os.environ.get("TORCH_MSPTI_LIBRARY")
+    how = "TORCH_MSPTI_LIBRARY" if env and os.path.abspath(env) == chosen else "torch_mspti.use_library()"
+    return chosen, f"chosen with {how}"
+
+
+def _simulator_for_plugin() -> str:
+    """The simulated MSPTI that both the device and the plugin will use: the plugin's explicit
+    choice when it is one of torch-mspti's simulator libraries, else the default simulator.
+    Refuses (RuntimeError) when the plugin is set to, or already has loaded, another library."""
+    from torch_mspti import _paths
+
+    chosen, how = _plugin_library_choice()
+    if chosen is None:
+        return simulator_library()
+    if _paths.simulator_generation_of(chosen) is not None:
+        return chosen
+    generations = ", ".join(_paths.simulator_generations()) or "none installed"
+    fix = (
+        "enable the simulator in a fresh process"
+        if how.startswith("already loaded")
+        else "unset TORCH_MSPTI_LIBRARY, or choose a simulator: "
+        "torch_mspti.use_library(torch_mspti.simulator_library('8.1'))"
+    )
+    _refuse(
+        f"the profiler plugin's MSPTI library {chosen} ({how}) is not one of torch-mspti's "
+        "simulated MSPTI libraries, but the simulated NPU launches its kernels through a simulator "
+        f"that the plugin must read. Fix: {fix} (simulator generations: {generations})."
+    )
+    raise AssertionError("unreachable")
 
 
 def enable(
@@ -128,32 +197,42 @@ def enable(
 ) -> None:
     """Turn this process's PrivateUse1 backend into a simulated NPU named ``npu``.
 
-    device_count: number of simulated devices (npu:0 ... npu:N-1).
+    device_count: number of simulated devices (npu:0 ... npu:N-1), in [1, 16].
     launch_mode: ``"queued"`` (torch_npu's task queue, the default) or ``"direct"``.
     duration_scale / min_duration_ns: a kernel lasts max(measured host compute time * scale,
         min_duration_ns); fixed_duration_ns > 0 gives every kernel that duration instead.
     queue_pickup_us: queued mode, delay between an op's enqueue and the worker's launch.
     housekeeping_every: every Nth allocation on a device launches a housekeeping kernel from a
         thread that runs no op (0 disables all but the first one per device).
+    Ranges: :data:`LIMITS` (durations in ns, pickup in us, all >= 0).
 
-    Calling it again with the same settings does nothing; other settings raise RuntimeError.
+    The MSPTI simulator is the one the plugin was pointed at, when that is a simulator library
+    (``TORCH_MSPTI_LIBRARY=<torch_mspti.simulator_library('8.0.RC3')>`` or
+    ``torch_mspti.use_library(...)`` before ``enable()``), else the default (26.1) simulator.
+
+    Raises TypeError (wrong type) or ValueError (out of range) naming the argument, the value and
+    the range; RuntimeError when the process cannot host the simulated NPU (torch_npu imported,
+    PrivateUse1 named otherwise, the plugin set to a library that is not a simulator, missing
+    files). Everything that can fail runs before the irreversible rename of PrivateUse1, so a
+    failed call leaves the backend name unchanged. Calling it again with the same settings does
+    nothing; other settings raise RuntimeError. Thread-safe.
     """
     global _settings
+    wanted = _validated(
+        {
+            "device_count": device_count,
+            "launch_mode": launch_mode,
+            "duration_scale": duration_scale,
+            "min_duration_ns": min_duration_ns,
+            "fixed_duration_ns": fixed_duration_ns,
+            "queue_pickup_us": queue_pickup_us,
+            "housekeeping_every": housekeeping_every,
+        }
+    )
     import torch
 
-    if launch_mode not in LAUNCH_MODES:
-        raise ValueError(f"launch_mode must be one of {LAUNCH_MODES}, got {launch_mode!r}")
-    if not 1 <= int(device_count) <= 16:
-        raise ValueError(f"device_count must be in [1, 16], got {device_count!r}")
-    wanted = {
-        "device_count": int(device_count),
-        "launch_mode": launch_mode,
-        "duration_scale": float(duration_scale),
-        "min_duration_ns": int(min_duration_ns),
-        "fixed_duration_ns": int(fixed_duration_ns),
-        "queue_pickup_us": float(queue_pickup_us),
-        "housekeeping_every": int(housekeeping_every),
-    }
+    import torch_mspti
+
     with _lock:
         if _settings is not None:
             if _settings == wanted:
@@ -164,24 +243,31 @@ def enable(
             )
         _check_preconditions(torch)
         dev_lib = device_library()
-        sim_lib = simulator_library()
+        sim_lib = _simulator_for_plugin()
         for what, path in (("simulated device library", dev_lib), ("MSPTI simulator", sim_lib)):
             if not os.path.exists(path):
                 _refuse(f"{what} not found at {path}; is torch-mspti installed with its lib/ directory?")
 
-        _point_plugin_at(sim_lib)
+        previous = torch_mspti.config.library_path
+        torch_mspti.use_library(sim_lib)  # RuntimeError if the plugin already loaded another library
+        try:
+            torch.ops.load_library(dev_lib)
+            torch.ops.npu_sim.configure(
+                sim_lib,
+                wanted["device_count"],
+                launch_mode,
+                wanted["duration_scale"],
+                wanted["min_duration_ns"],
+                wanted["fixed_duration_ns"],
+                int(wanted["queue_pickup_us"] * 1000),
+                wanted["housekeeping_every"],
+            )
+        except Exception as exc:
+            if not torch_mspti._C.library_report(False).get("available"):
+                torch_mspti.config.library_path = previous
+            raise RuntimeError(f"torch_mspti.sim.enable(): cannot load the simulated NPU: {exc}") from exc
+        # The point of no return: nothing above renamed anything.
         torch.utils.rename_privateuse1_backend("npu")
-        torch.ops.load_library(dev_lib)
-        torch.ops.npu_sim.configure(
-            sim_lib,
-            wanted["device_count"],
-            launch_mode,
-            wanted["duration_scale"],
-            wanted["min_duration_ns"],
-            wanted["fixed_duration_ns"],
-            int(wanted["queue_pickup_us"] * 1000),
-            wanted["housekeeping_every"],
-        )
         from . import npu as _npu_module
 
         torch._register_device_module("npu", _npu_module)

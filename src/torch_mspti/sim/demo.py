@@ -11,7 +11,7 @@ import time
 import warnings
 from typing import Any
 
-__all__ = ["run", "summarize_trace", "real_npu_available"]
+__all__ = ["run", "summarize_trace", "real_npu_available", "select_device"]
 
 _VIEWERS = "open it at https://ui.perfetto.dev (drag the file in) or in chrome://tracing"
 
@@ -64,7 +64,13 @@ def _rejected_links() -> int:
         return 0
 
 
-def _select_device(device: str, launch_mode: str = "direct") -> str:
+def select_device(device: str, launch_mode: str = "direct") -> str:
+    """Make ``device`` ("auto", "sim" or "real") the process's ``npu``; returns "sim" or "real".
+
+    "auto" is "real" when :func:`real_npu_available`, else "sim" (``torch_mspti.sim.enable(
+    launch_mode=launch_mode)``). Raises ValueError for another name, RuntimeError when torch_npu
+    sees no NPU or the simulator refuses (see ``torch_mspti.sim.enable``).
+    """
     if device not in ("auto", "sim", "real"):
         raise ValueError(f"device must be auto, sim or real, got {device!r}")
     if device == "auto":
@@ -98,6 +104,9 @@ def run(
     stack at that moment, so the plugin rejects those links (never an arrow from the wrong op)
     and the trace shows the kernels unlinked; the rejections are counted in diagnostics.
 
+    ``steps`` (>= 1) is the number of profiled steps, ``size`` (>= 1) the problem size; None
+    takes the workload's default (``workloads.DEFAULTS``).
+
     Returns a process exit code: 0 on success, 1 if the run failed, 2 for bad arguments.
     """
     from . import workloads
@@ -108,20 +117,26 @@ def run(
             file=sys.stderr,
         )
         return 2
+    for name, value in (("steps", steps), ("size", size)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            print(f"torch-mspti demo: {name} must be an integer >= 1, got {value!r}", file=sys.stderr)
+            return 2
     try:
-        chosen = _select_device(device, launch_mode)
+        chosen = select_device(device, launch_mode)
     except Exception as exc:
         print(f"torch-mspti demo: cannot use device {device!r}: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1
 
     if chosen == "sim":
         from torch_mspti import sim
+        from torch_mspti._paths import simulator_generation_of
 
         s = sim.settings()
+        generation = simulator_generation_of(s.get("simulator_library") or "") or "?"
         print(
             f"torch-mspti demo: SIMULATED NPU ({s.get('device_count')} devices, "
-            f"launch mode {s.get('launch_mode')}); no Ascend hardware is used, kernel times "
-            "are modelled from host compute time."
+            f"launch mode {s.get('launch_mode')}, simulated MSPTI {generation}); no Ascend hardware "
+            "is used, kernel times are modelled from host compute time."
         )
     else:
         print("torch-mspti demo: real Ascend NPU (torch_npu)")
@@ -160,9 +175,10 @@ def run(
             "tagged them with (queued launches); on torch_npu set TASK_QUEUE_ENABLE=0 for op links"
         )
     if summary["kernels"] == 0:
-        print("  note: no kernels in the trace; is the torch-mspti profiler plugin loaded?")
+        print(f"  note: no kernels in the trace; `torch-mspti doctor {path}` explains why")
     if workload != "phases":
-        print(f"  per-cycle traces (TensorBoard): {os.path.splitext(path)[0]}_tb/")
+        tb = f"{os.path.splitext(path)[0]}_tb"
+        print(f"  TensorBoard copy: {tb}/ (with torch-tb-profiler installed: tensorboard --logdir {tb})")
     print(f"trace: {os.path.abspath(path)}")
     print(f"  {_VIEWERS}")
     return 0

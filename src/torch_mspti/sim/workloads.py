@@ -9,9 +9,11 @@ They use only public torch APIs and ``device="npu"``, so the same code profiles 
 * ``mlp``: a 2-layer MLP training step (forward, backward, optimizer step).
 * ``transformer``: a ``torch.nn.TransformerEncoderLayer`` training step.
 
-``mlp`` and ``transformer`` are profiled with ``torch.profiler.schedule()`` and
-``on_trace_ready=tensorboard_trace_handler(...)``; each active cycle also overwrites ``out`` with its
-chrome trace, so ``out`` holds the last cycle.
+``steps`` is the number of profiled steps, >= 1, for every workload. ``mlp`` and ``transformer``
+run one warm-up step and then ``steps`` active steps under ``torch.profiler.schedule(wait=0,
+warmup=1, active=steps, repeat=1)`` with ``on_trace_ready=tensorboard_trace_handler(...)``: one
+cycle, whose trace (``ProfilerStep#1`` ... ``ProfilerStep#<steps>``) is written to ``out`` and to
+the TensorBoard directory.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule, tensorboard_trace_handler
 
+from torch_mspti_cli.cmd_demo import WORKLOAD_DEFAULTS
+
 __all__ = ["WORKLOADS", "DEFAULTS", "phases", "mlp", "transformer"]
 
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
@@ -34,7 +38,7 @@ def _sync() -> None:
 
 
 def phases(size: int = 4096, out: str = "trace.json", steps: int = 1, device: str = "npu") -> str:
-    """The reference trace-view script; ``steps`` repeats the three phases inside the profile."""
+    """The reference trace-view script; ``steps`` (>= 1) repeats the three phases inside the profile."""
     a = torch.randn(size, size, device=device)
     b = torch.randn(size, size, device=device)
 
@@ -52,7 +56,7 @@ def phases(size: int = 4096, out: str = "trace.json", steps: int = 1, device: st
     run_phases()  # warm-up
     _sync()
     with profile(activities=ACTIVITIES) as prof:
-        for _ in range(max(1, steps)):
+        for _ in range(steps):
             run_phases()
     prof.export_chrome_trace(out)
     return out
@@ -76,10 +80,11 @@ def _cycle_handler(trace_dir: str | None, out: str) -> Callable:
 
 
 def _train(model: torch.nn.Module, make_batch: Callable, steps: int, out: str, trace_dir: str | None, lr: float) -> str:
+    """One warm-up step, then ``steps`` profiled steps in one schedule cycle."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
-    sched = schedule(wait=1, warmup=1, active=2, repeat=0)
+    sched = schedule(wait=0, warmup=1, active=steps, repeat=1)
     with profile(activities=ACTIVITIES, schedule=sched, on_trace_ready=_cycle_handler(trace_dir, out)) as prof:
-        for _ in range(steps):
+        for _ in range(1 + steps):
             x, target = make_batch()
             with record_function("forward"):
                 loss = torch.nn.functional.mse_loss(model(x), target)
@@ -96,12 +101,12 @@ def _train(model: torch.nn.Module, make_batch: Callable, steps: int, out: str, t
 def mlp(
     size: int = 256,
     out: str = "trace.json",
-    steps: int = 8,
+    steps: int = WORKLOAD_DEFAULTS["mlp"][1],
     device: str = "npu",
     trace_dir: str | None = None,
     batch: int = 64,
 ) -> str:
-    """2-layer MLP training steps (Linear-ReLU-Linear, AdamW), profiled with schedule()."""
+    """2-layer MLP training steps (Linear-ReLU-Linear, AdamW): ``steps`` profiled after one warm-up."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(size, 4 * size), torch.nn.ReLU(), torch.nn.Linear(4 * size, size)).to(
         device
@@ -116,13 +121,14 @@ def mlp(
 def transformer(
     size: int = 128,
     out: str = "trace.json",
-    steps: int = 8,
+    steps: int = WORKLOAD_DEFAULTS["transformer"][1],
     device: str = "npu",
     trace_dir: str | None = None,
     batch: int = 8,
     seq: int = 32,
 ) -> str:
-    """nn.TransformerEncoderLayer training steps (d_model=size, 4 heads), profiled with schedule()."""
+    """nn.TransformerEncoderLayer training steps (d_model=size, 4 heads): ``steps`` profiled after
+    one warm-up."""
     torch.manual_seed(0)
     heads = 4 if size % 4 == 0 else 1
     model = torch.nn.TransformerEncoderLayer(
@@ -138,8 +144,9 @@ def transformer(
 
 
 WORKLOADS = {"phases": phases, "mlp": mlp, "transformer": transformer}
-# (size, steps) when the caller gives none; phases' reference size is 4096, the demo uses less.
-DEFAULTS = {"phases": (1024, 1), "mlp": (256, 8), "transformer": (128, 8)}
+# (size, profiled steps) when the caller gives none (shared with the CLI's --help); phases'
+# reference size is 4096, the demo uses less.
+DEFAULTS = WORKLOAD_DEFAULTS
 
 
 def run(
@@ -149,12 +156,16 @@ def run(
     out: str = "trace.json",
     trace_dir: str | None = None,
 ) -> str:
-    """Run one workload by name; returns the path of the chrome trace written."""
+    """Run one workload by name; returns the path of the chrome trace written. Raises ValueError
+    for an unknown workload, or a size or steps below 1."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose from {sorted(WORKLOADS)}")
     d_size, d_steps = DEFAULTS[workload]
     size = d_size if size is None else int(size)
     steps = d_steps if steps is None else int(steps)
+    for name, value in (("size", size), ("steps", steps)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     if workload == "phases":
         return phases(size=size, out=out, steps=steps)

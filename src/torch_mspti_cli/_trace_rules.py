@@ -1,4 +1,4 @@
-"""Structural rules over an exported Chrome trace (the engine behind ``torch_mspti.check``).
+"""Structural rules over an exported Chrome trace (the engine behind ``torch_mspti_cli.check``).
 
 Pure Python, no torch. Every rule runs in O(n log n): one pass indexes the events by lane, then
 each rule sorts and sweeps. Times are Chrome-trace microseconds (kineto writes 3 decimals), so
@@ -7,7 +7,6 @@ comparisons allow a small tolerance (see ``tolerance_for``).
 
 from __future__ import annotations
 
-import json
 import math
 from bisect import bisect_right
 from collections import Counter, defaultdict
@@ -23,7 +22,6 @@ OP_CAT = "cpu_op"
 USER_RANGE_CAT = "user_annotation"  # record_function ranges: launches inside one link to it
 LAUNCH_CAT = "privateuse1_runtime"
 FLOW_CAT = "ac2g"
-HEALTH_KEY = "torch_mspti"
 # kineto's output_base.h: device lanes get sort index device + kExceedMaxPid.
 EXCEED_MAX_PID = 5_000_000
 
@@ -446,18 +444,3 @@ def check_lanes(ix: Index, sink: Sink) -> None:
     for pid, tid in sorted(ix.device_slices, key=repr):
         if not ix.thread_names.get((pid, tid)):
             sink.add("npu-lane-unnamed", f"{lane_name(pid, tid, True)} has no thread_name metadata")
-
-
-def health_report(trace: Any, sink: Sink) -> dict | None:
-    if not isinstance(trace, dict) or HEALTH_KEY not in trace:
-        return None
-    value = trace[HEALTH_KEY]
-    if isinstance(value, str):  # a metadata value written as a quoted string
-        try:
-            value = json.loads(value)
-        except ValueError:
-            pass
-    if isinstance(value, dict):
-        return value
-    sink.add("health-report-malformed", f'trace-level "{HEALTH_KEY}" is {type(value).__name__}, not a JSON object')
-    return None

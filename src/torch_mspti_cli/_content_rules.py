@@ -1,0 +1,112 @@
+"""What a trace holds, beyond its structure: device activity, the health report, links.
+
+Problems (they fail ``check``) and warnings (reported; ``check`` still passes). A trace from a
+torch-mspti device session always holds the plugin's health report; a CPU-only profile holds
+neither device activity nor a health report, which ``allow_empty`` accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _health
+
+PROBLEMS: dict[str, str] = {
+    "trace-empty": "the trace holds at least one event",
+    "no-device-activity": "the trace holds kernel, memcpy or memset events (a CPU-only trace needs --allow-empty)",
+    "session-failed": "the trace's own health report does not say the session failed",
+}
+
+WARNINGS: dict[str, str] = {
+    "health-report-missing": 'a trace with device activity carries torch-mspti\'s health report ("torch_mspti")',
+    "no-kernel-linked": "at least one kernel is linked to the op that launched it (External id)",
+    "session-errors": "the health report lists no errors",
+    "launches-pending": "no launch was still waiting for its kernel when the drain ended",
+}
+
+TASK_QUEUE_HINT = (
+    "kernels launched from a task-queue thread (torch_npu's TASK_QUEUE_ENABLE=1, the simulator's "
+    "queued mode) cannot be linked to their ops; profile with TASK_QUEUE_ENABLE=0 for arrows and "
+    "per-op device time"
+)
+
+
+def _first_errors(errors: Any, n: int = 2) -> str:
+    if not isinstance(errors, list) or not errors:
+        return ""
+    shown = "; ".join(str(e) for e in errors[:n])
+    return shown + (f" (and {len(errors) - n} more)" if len(errors) > n else "")
+
+
+def check(
+    *,
+    events: int,
+    device_events: int,
+    kernels: int,
+    linked: int,
+    health_present: bool,
+    health: dict | None,
+    allow_empty: bool,
+    problem,
+    warning,
+) -> None:
+    """Report the content findings through ``problem(rule, message)`` and ``warning(rule, message)``.
+
+    ``health`` is the parsed report (None when absent or malformed; ``health_present`` tells
+    which). Every rule is in :data:`PROBLEMS` or :data:`WARNINGS`.
+    """
+    if isinstance(health, dict) and health.get("state") == "failed":
+        lib = health.get("library") if isinstance(health.get("library"), dict) else {}
+        why = _first_errors(health.get("errors")) or lib.get("reason") or "no error recorded"
+        problem("session-failed", f"the trace's health report says the torch-mspti session failed: {why}")
+    elif isinstance(health, dict) and health.get("errors"):
+        errors = health["errors"]
+        warning(
+            "session-errors",
+            f"the health report lists {len(errors) if isinstance(errors, list) else 'some'} "
+            f"error(s): {_first_errors(errors) or errors}",
+        )
+
+    if events == 0:
+        problem("trace-empty", "the trace holds no events at all")
+    elif device_events == 0 and not allow_empty:
+        if not health_present:
+            why = (
+                'and no torch-mspti health report ("torch_mspti"), so torch-mspti\'s profiler did not '
+                "serve it: was ProfilerActivity.PrivateUse1 among the activities, and is torch-mspti "
+                "the PrivateUse1 profiler (torch-mspti doctor)?"
+            )
+        elif not isinstance(health, dict):
+            why = "and its health report is malformed (see health-report-malformed)"
+        elif health.get("state") == "failed":
+            why = "because the session failed (see session-failed)"
+        else:
+            records = health.get("records")
+            why = (
+                f"although the plugin's session ran ({records if records is not None else '?'} MSPTI records): "
+                "did the profiled code run on the NPU?"
+            )
+        problem(
+            "no-device-activity",
+            f"the trace holds no kernel, memcpy or memset event, so its NPU lane is empty, {why} "
+            "(--allow-empty accepts a CPU-only trace)",
+        )
+
+    if device_events and not health_present:
+        warning(
+            "health-report-missing",
+            'the trace has device activity but no torch-mspti health report ("torch_mspti"): another '
+            "PrivateUse1 profiler (e.g. torch_npu's) wrote it, or it was edited; drops and drain "
+            "cannot be checked",
+        )
+    if kernels and not linked:
+        warning("no-kernel-linked", f"none of the {kernels} kernels is linked to an op: {TASK_QUEUE_HINT}")
+    if isinstance(health, dict):
+        pending = _health.pending_launches(health)
+        if pending:
+            drain = health.get("drain") or {}
+            warning(
+                "launches-pending",
+                f"{pending} launch(es) had no kernel when the drain ended ({drain.get('exit_reason', '?')}): "
+                "those kernels are missing from the trace; synchronize the device before the profiler stops",
+            )

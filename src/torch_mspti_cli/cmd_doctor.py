@@ -1,0 +1,259 @@
+"""``torch-mspti doctor``: can NPU kernels be collected here, and if not, why not?
+
+Three sources, one per form of the command:
+
+* ``doctor``: this process's library search, registration and settings (it imports
+  torch_mspti, hence torch). The doctor runs in a process of its own, so it has no profiling
+  session to show: it points at the two forms below for that;
+* ``doctor --probe``: a short profile in a child process (:mod:`torch_mspti_cli._doctor_probe`);
+* ``doctor TRACE.json``: the health report a profiled process embedded in its trace
+  (:mod:`torch_mspti_cli._doctor_trace`).
+
+Each ends with a one-line verdict (``OK: ...`` / ``NOT READY: ...``, wrapped at spaces only) and
+exits 0 when collection is possible, 1 when not (2: the trace cannot be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from . import _health
+from ._output import PROG, Out, dump_json, fmt, one_line
+
+TRANSFER_TO_NPU = "torch_npu.contrib.transfer_to_npu"
+SESSION_SOURCES = (
+    "`torch-mspti doctor --probe` (a short profile on this machine), "
+    "`torch-mspti doctor TRACE.json` (the health report of an exported trace) or "
+    "torch_mspti.diagnostics() inside the profiled program"
+)
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("torch-mspti")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def bypass_findings(plugin: dict | None) -> list[dict[str, str]]:
+    """Setups in this process that route profiling around our plugin."""
+    found = []
+    if TRANSFER_TO_NPU in sys.modules:
+        found.append(
+            {
+                "kind": "transfer_to_npu",
+                "message": f"{TRANSFER_TO_NPU} is imported; it swaps torch.profiler for torch_npu's profiler",
+                "fix": f"do not import {TRANSFER_TO_NPU} in the profiled program",
+            }
+        )
+    torch = sys.modules.get("torch")
+    profile = getattr(getattr(torch, "profiler", None), "profile", None)
+    module = getattr(profile, "__module__", None) or ""
+    if profile is not None and not module.startswith("torch.profiler"):
+        found.append(
+            {
+                "kind": "profiler_replaced",
+                "message": f"torch.profiler.profile comes from {module or '?'}, not torch",
+                "fix": "use torch's own torch.profiler.profile",
+            }
+        )
+    if plugin and plugin.get("other_profiler"):
+        found.append(
+            {
+                "kind": "other_privateuse1_profiler",
+                "message": "another PrivateUse1 profiler (e.g. torch_npu's) is registered with kineto",
+                "fix": "profile with torch.profiler and let torch-mspti own the PrivateUse1 profiler",
+            }
+        )
+    return found
+
+
+def verdict(d: dict) -> tuple[bool, str]:
+    """(collection possible, one-line reason and fix) for a diagnostics report (``to_dict()``
+    plus the doctor's ``simulator`` entry)."""
+    lib, plugin = d.get("library") or {}, d.get("plugin") or {}
+    sim = d.get("simulator") or {}
+    if not lib.get("available"):
+        reason = lib.get("reason") or "libmspti.so is not available"
+        fix = lib.get("fix") or "source CANN's set_env.sh or set TORCH_MSPTI_LIBRARY"
+        line = f"{reason}: {fix}"
+        if sim.get("generations"):
+            line += (
+                ". The simulated NPU needs no CANN: `torch-mspti demo` profiles on it and "
+                "`torch-mspti doctor --probe` checks a session there"
+            )
+        return False, line
+    if not plugin.get("registered"):
+        if plugin.get("mode") == "off":
+            return False, "the torch-mspti plugin is switched off (TORCH_MSPTI_PROFILER=off): set it to auto or mspti"
+        return False, (
+            "the torch-mspti profiler is not registered with kineto: import torch_mspti before "
+            "profiling and check that TORCH_MSPTI_DISABLE is unset"
+        )
+    if plugin.get("last_trace_used_ours") is False:
+        return False, (
+            "kineto used another PrivateUse1 profiler (e.g. torch_npu's) for the last trace: set "
+            "TORCH_MSPTI_PROFILER=mspti, or import torch_mspti before torch_npu"
+        )
+    generation = sim.get("loaded_generation")
+    what = f"the simulated MSPTI {generation}" if generation else "libmspti"
+    line = f"NPU collection is possible ({what} at {lib.get('path') or '?'})"
+    if generation:
+        line += "; only torch_mspti.sim's simulated NPU produces kernels for it"
+    if plugin.get("backend_named") is False:
+        line += (
+            f"; not verified by a session: PrivateUse1 is still {plugin.get('privateuse1_backend')!r} "
+            "in this process (torch_npu or torch_mspti.sim.enable() names it 'npu'), "
+            "`torch-mspti doctor --probe` profiles for real"
+        )
+    return True, line
+
+
+def print_verdict(out: Out, ok: bool, line: str, bad: str = "NOT READY") -> None:
+    """The last line(s): ``OK: ...`` or ``<bad>: ...``, wrapped at spaces with a hanging indent."""
+    out.line()
+    out.para(("OK: " if ok else f"{bad}: ") + line, indent=2, first_indent=0, style="bold green" if ok else "bold red")
+
+
+def _failure(args: argparse.Namespace, line: str) -> int:
+    if args.json:
+        dump_json({"ok": False, "error": line, "library": None, "plugin": None, "last_session": None, "totals": None})
+    print(f"{PROG} doctor: {line}", file=sys.stderr)
+    return 1
+
+
+def _simulator_facts(torch_mspti: Any, lib: dict) -> dict[str, Any]:
+    """Installed simulator generations and, when the loaded library is one, its generation."""
+    try:
+        from torch_mspti import _paths
+
+        generations = list(_paths.simulator_generations())
+        default = torch_mspti.simulator_library() if generations else None
+        loaded = _paths.simulator_generation_of(lib["path"]) if lib.get("available") and lib.get("path") else None
+    except Exception:  # an install without the simulator files
+        return {"generations": [], "default_library": None, "loaded_generation": None}
+    return {"generations": generations, "default_library": default, "loaded_generation": loaded}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.trace is not None:
+        from . import _doctor_trace
+
+        return _doctor_trace.run(args)
+    if args.probe:
+        from . import _doctor_probe
+
+        return _doctor_probe.run(args)
+    try:
+        import torch_mspti
+
+        diagnostics = torch_mspti.diagnostics
+    except Exception as exc:  # an import failure is an expected, reportable state here
+        return _failure(args, f"torch_mspti cannot be used: {one_line(exc)}")
+    try:
+        d = dict(diagnostics().to_dict())
+    except Exception as exc:
+        return _failure(args, f"torch_mspti.diagnostics() failed: {one_line(exc)}")
+    d["simulator"] = _simulator_facts(torch_mspti, d.get("library") or {})
+    ok, line = verdict(d)
+    d["bypass"] = bypass_findings(d.get("plugin"))
+    d["ok"] = ok
+    d["verdict"] = line
+    if args.json:
+        dump_json(d)
+        if not ok:
+            print(line, file=sys.stderr)
+        return 0 if ok else 1
+    out = Out()
+    _render(out, d)
+    print_verdict(out, ok, line)
+    return 0 if ok else 1
+
+
+# ------------------------------------------------------------------------------ rendering
+
+
+def render_capabilities(caps: dict) -> str | None:
+    return "  ".join(f"{k} {fmt(v)}" for k, v in caps.items()) or None
+
+
+def _render(out: Out, d: dict) -> None:
+    out.line(f"{PROG} {version()}", "bold")
+    lib = d.get("library") or {}
+    sim = d.get("simulator") or {}
+    out.section("Library (libmspti)")
+    rows: list[tuple[str, Any]] = [
+        ("available", lib.get("available")),
+        ("path", lib.get("path")),
+        ("found by", lib.get("found_by")),
+        ("version", lib.get("version")),
+    ]
+    if sim.get("loaded_generation"):
+        rows.append(("simulated", f"yes: the simulated MSPTI {sim['loaded_generation']} (torch_mspti.sim)"))
+    if not lib.get("available"):
+        rows += [("reason", lib.get("reason")), ("fix", lib.get("fix"))]
+    out.rows(rows)
+    cands = lib.get("candidates") or []
+    if cands:
+        out.line("  candidates, in search order:")
+        for c in cands:
+            out.para(c.get("path") or "(no path)", indent=4)
+            out.para(
+                f"{fmt(c.get('source'))}: {fmt(c.get('outcome'))}, {fmt(c.get('reason'))}", indent=8, first_indent=6
+            )
+    sym = lib.get("symbols") or {}
+    out.rows(
+        [
+            ("symbols", f"{len(sym.get('resolved') or [])} resolved"),
+            ("missing required", sym.get("missing_required")),
+            ("missing optional", sym.get("missing_optional")),
+            ("capabilities", render_capabilities(lib.get("capabilities") or {})),
+        ]
+    )
+
+    plugin = d.get("plugin") or {}
+    backend = plugin.get("privateuse1_backend")
+    if backend is not None and plugin.get("backend_named") is False:
+        backend = f"{backend} (not renamed: neither torch_npu nor torch_mspti.sim.enable() ran in this process)"
+    out.section("Plugin")
+    out.rows(
+        [
+            ("registered", plugin.get("registered")),
+            ("forwarded to kineto", plugin.get("forwarded_to_kineto")),
+            ("PrivateUse1 backend", backend),
+            ("other profiler", plugin.get("other_profiler")),
+            ("mode", plugin.get("mode")),
+            ("sessions", plugin.get("sessions")),
+            ("last trace used ours", plugin.get("last_trace_used_ours")),
+        ]
+    )
+
+    if sim.get("generations"):
+        out.section("Simulator (no NPU needed)")
+        out.rows(
+            [
+                ("generations", sim["generations"]),
+                ("default library", sim.get("default_library")),
+                ("use it", "torch_mspti.sim.enable(), `torch-mspti demo`, `torch-mspti doctor --probe`"),
+            ]
+        )
+
+    last = d.get("last_session")
+    out.section("Last session")
+    if not last:
+        out.para(
+            f"none in this process (the doctor runs in a process of its own); for a session see {SESSION_SOURCES}.",
+            indent=2,
+        )
+    else:  # generic: the report's keys follow the plugin's counters
+        out.rows(_health.summary_rows(last))
+
+    if d.get("bypass"):
+        out.section("Warnings")
+        for b in d["bypass"]:
+            out.para(f"! {b['message']}; fix: {b['fix']}", indent=2, style="yellow")
