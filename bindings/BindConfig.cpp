@@ -72,7 +72,8 @@ void bindConfig(nb::module_& m) {
             throw nb::value_error((name + ": " + shown + " is out of range; allowed " + s.range).c_str());
           err = c.setInt(name, v);
         } else if (s.type == "bool") {
-          if (!nb::isinstance<nb::bool_>(value)) throw nb::type_error((name + ": expected a bool, got " + shown).c_str());
+          if (!nb::isinstance<nb::bool_>(value))
+            throw nb::type_error((name + ": expected a bool, got " + shown).c_str());
           err = c.setBool(name, nb::cast<bool>(value));
         } else {
           if (!nb::isinstance<nb::str>(value)) throw nb::type_error((name + ": expected a str, got " + shown).c_str());
@@ -89,10 +90,12 @@ void bindConfig(nb::module_& m) {
       "RuntimeError when changing library_path after a library was loaded or an import-only setting.\n"
       "Thread-safe.");
 
-  m.def("config_environment_errors", [] { return pyTexts(PluginContext::process().config.environmentErrors()); },
-        "Problems found in TORCH_MSPTI_* environment variables (each was ignored, default kept).");
-  m.def("config_reset", [] { PluginContext::process().config.reset(); },
-        "Restore defaults and re-read TORCH_MSPTI_* environment variables (a loaded library's path stays).");
+  m.def(
+      "config_environment_errors", [] { return pyTexts(PluginContext::process().config.environmentErrors()); },
+      "Problems found in TORCH_MSPTI_* environment variables (each was ignored, default kept).");
+  m.def(
+      "config_reset", [] { PluginContext::process().config.reset(); },
+      "Restore defaults and re-read TORCH_MSPTI_* environment variables (a loaded library's path stays).");
 }
 
 }  // namespace torch_mspti::bindings

@@ -66,7 +66,8 @@ nb::dict pluginDict(const PluginReport& r) {
   d["last_configure_ns"] = r.lastConfigureNs;
   d["sessions"] = r.sessions;
   // Not registered: no trace can have used ours.
-  d["last_trace_used_ours"] = r.registration.registered ? lastTraceObject(r.lastTraceOurs) : nb::object(nb::bool_(false));
+  d["last_trace_used_ours"] =
+      r.registration.registered ? lastTraceObject(r.lastTraceOurs) : nb::object(nb::bool_(false));
   d["buffers_outstanding"] = r.outstanding;
   d["buffers_pooled"] = r.pooled;
   d["forked_child"] = r.forkedChild;
@@ -93,9 +94,10 @@ nb::dict capabilities(const LibraryReport& r, const std::vector<EnableOutcome>& 
       nb::bool_(has("msptiActivityPushExternalCorrelationId") && has("msptiActivityPopExternalCorrelationId"));
   nb::object runtimeApi = observed(MSPTI_ACTIVITY_KIND_RUNTIME_API, "api_records");
   nb::object api = observed(MSPTI_ACTIVITY_KIND_API, "api_records");
-  caps["api_records"] = (runtimeApi.is_none() && api.is_none())
-                            ? nb::none()
-                            : nb::object(nb::bool_(nb::cast<bool>(nb::bool_(runtimeApi)) || nb::cast<bool>(nb::bool_(api))));
+  caps["api_records"] =
+      (runtimeApi.is_none() && api.is_none())
+          ? nb::none()
+          : nb::object(nb::bool_(nb::cast<bool>(nb::bool_(runtimeApi)) || nb::cast<bool>(nb::bool_(api))));
   caps["communication"] = observed(MSPTI_ACTIVITY_KIND_COMMUNICATION, "communication");
   caps["memcpy_memset"] = observed(MSPTI_ACTIVITY_KIND_MEMCPY, "memcpy_memset");
   caps["is_enabled"] = nb::bool_(has("msptiActivityIsEnabled"));
@@ -150,32 +152,38 @@ nb::object written(Fn&& fn) {
 }  // namespace
 
 void bindDiagnostics(nb::module_& m) {
-  nb::class_<SessionCounters> counters(m, "Counters",
-                                       "Counters of a session (or totals): what was recorded, dropped, repaired and how\n"
-                                       "device rows were linked. Attributes are <group>_<key> (e.g. links_verified);\n"
-                                       "to_dict() groups them as the health report does. Counts, except\n"
-                                       "repaired_max_shift_ns (ns).");
+  nb::class_<SessionCounters> counters(
+      m, "Counters",
+      "Counters of a session (or totals): what was recorded, dropped, repaired and how\n"
+      "device rows were linked. Attributes are <group>_<key> (e.g. links_verified);\n"
+      "to_dict() groups them as the health report does. Counts, except\n"
+      "repaired_max_shift_ns (ns).");
   for (int i = 0; i < kCounterCount; ++i) {
     const auto field = kCounterInfo[i].field;
-    counters.def_prop_ro(counterNames()[static_cast<size_t>(i)].c_str(),
-                         [field](const SessionCounters& c) { return c.*field; }, kCounterInfo[i].description);
+    counters.def_prop_ro(
+        counterNames()[static_cast<size_t>(i)].c_str(), [field](const SessionCounters& c) { return c.*field; },
+        kCounterInfo[i].description);
   }
   counters.def_prop_ro("records", &SessionCounters::records, "Records of every kind.")
       .def_prop_ro("linked_rows", &SessionCounters::linkedRows, "Device rows linked to an op.")
-      .def_prop_ro("records_by_kind",
-                   [](const SessionCounters& c) {
-                     nb::dict d;
-                     for (int k = 1; k < MSPTI_ACTIVITY_KIND_COUNT; ++k)
-                       if (c.recordsByKind[k]) d[kindName(static_cast<uint32_t>(k))] = c.recordsByKind[k];
-                     return d;
-                   },
-                   "Records per MSPTI activity kind name.")
+      .def_prop_ro(
+          "records_by_kind",
+          [](const SessionCounters& c) {
+            nb::dict d;
+            for (int k = 1; k < MSPTI_ACTIVITY_KIND_COUNT; ++k)
+              if (c.recordsByKind[k]) d[kindName(static_cast<uint32_t>(k))] = c.recordsByKind[k];
+            return d;
+          },
+          "Records per MSPTI activity kind name.")
       .def(
-          "to_dict", [](const SessionCounters& c) { return written([&](ReportWriter& w) {
-                                                      w.beginObject();
-                                                      writeCounters(w, c, true);
-                                                      w.endObject();
-                                                    }); },
+          "to_dict",
+          [](const SessionCounters& c) {
+            return written([&](ReportWriter& w) {
+              w.beginObject();
+              writeCounters(w, c, true);
+              w.endObject();
+            });
+          },
           "The counters as plain data (JSON-serialisable), grouped.");
 
   nb::class_<DrainStats>(m, "DrainStats", "How stop() got the last records out of MSPTI (times in ms).")
@@ -189,21 +197,26 @@ void bindDiagnostics(nb::module_& m) {
       .def_ro("late_records", &DrainStats::lateRecords);
 
   nb::class_<SessionReport>(m, "SessionReport", "One profiling session's report.")
-      .def_prop_ro("state", [](const SessionReport& r) { return sessionStateName(r.state); },
-                   "configured, started, stopped, processed or failed")
+      .def_prop_ro(
+          "state", [](const SessionReport& r) { return sessionStateName(r.state); },
+          "configured, started, stopped, processed or failed")
       .def_prop_ro("errors", [](const SessionReport& r) { return pyTexts(r.errors); })
-      .def_prop_ro("warnings", [](const SessionReport& r) { return pyTexts(r.warnings); },
-                   "The warnings the session gave (keys).")
+      .def_prop_ro(
+          "warnings", [](const SessionReport& r) { return pyTexts(r.warnings); },
+          "The warnings the session gave (keys).")
       .def_ro("enabled_kinds", &SessionReport::enabledKinds)
       .def_ro("host_clock", &SessionReport::hostClock, "Clock of MSPTI's API records (HostClock).")
       .def_ro("counters", &SessionReport::counters)
       .def_ro("drain", &SessionReport::drain)
       .def(
-          "to_dict", [](const SessionReport& r) { return written([&](ReportWriter& w) {
-                                                    w.beginObject();
-                                                    writeReport(w, r, true);
-                                                    w.endObject();
-                                                  }); },
+          "to_dict",
+          [](const SessionReport& r) {
+            return written([&](ReportWriter& w) {
+              w.beginObject();
+              writeReport(w, r, true);
+              w.endObject();
+            });
+          },
           "The report as plain data (JSON-serialisable).");
 
   m.def(
@@ -242,12 +255,15 @@ void bindDiagnostics(nb::module_& m) {
       "last_trace_used_ours (True only when our session collected the last device trace; None before\n"
       "one), MSPTI buffers outstanding and pooled, forked_child.");
 
-  m.def("last_session", [] { return PluginContext::process().stats.last(); },
-        "The last session's report, or None before the first device session.");
-  m.def("totals", [] { return PluginContext::process().stats.totals(); },
-        "Counters summed over every finished session of the process.");
-  m.def("session_report_json", [] { return sessionReportJson(PluginContext::process().stats); },
-        "JSON text {\"last_session\": {...} | null, \"totals\": {...}, \"sessions\": n}.");
+  m.def(
+      "last_session", [] { return PluginContext::process().stats.last(); },
+      "The last session's report, or None before the first device session.");
+  m.def(
+      "totals", [] { return PluginContext::process().stats.totals(); },
+      "Counters summed over every finished session of the process.");
+  m.def(
+      "session_report_json", [] { return sessionReportJson(PluginContext::process().stats); },
+      "JSON text {\"last_session\": {...} | null, \"totals\": {...}, \"sessions\": n}.");
 }
 
 }  // namespace torch_mspti::bindings

@@ -19,7 +19,10 @@ NB_MODULE(_C, m) {
 
   m.def(
       "register_profiler",
-      [] { return torch_mspti::bindings::pyText(torch_mspti::registerProfiler(torch_mspti::PluginContext::process()).message); },
+      [] {
+        return torch_mspti::bindings::pyText(
+            torch_mspti::registerProfiler(torch_mspti::PluginContext::process()).message);
+      },
       "Register the profiler factory with torch's PrivateUse1 registry, as the `profiler` setting\n"
       "(TORCH_MSPTI_PROFILER: auto, mspti, off) says. Idempotent: later calls return the first\n"
       "outcome. Returns one line saying which profiler serves PrivateUse1 traces. Thread-safe.");

@@ -194,7 +194,7 @@ def _readme_settings_rows() -> dict[str, str]:
 def test_readme_settings_table_lists_every_setting_with_its_default():
     rows = _readme_settings_rows()
     settings = {s["name"]: s for s in config.settings()}
-    assert set(rows) == set(settings), (set(rows) ^ set(settings))
+    assert set(rows) == set(settings), set(rows) ^ set(settings)
     for name, s in settings.items():
         default = s["default"]
         text = rows[name]

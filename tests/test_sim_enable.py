@@ -46,7 +46,7 @@ with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]):
     torch.npu.synchronize()
 d = torch_mspti.diagnostics().to_dict()
 result.update(settings=sim.settings()["simulator_library"], library=d["library"]["path"],
-              kernels=d["last_session"]["kernels"], linked=d["last_session"]["linked_kernels"])
+              kernels=d["last_session"]["rows"]["kernels"], linked=d["last_session"]["linked_rows"])
 """
 
 

@@ -26,10 +26,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import coexistence_checks
 import npu_peer
 import pytest
 import simrun
-import coexistence_checks
 from coexistence_checks import KERNEL_OP, assert_names_torch_npu, assert_ours_serves, call_shape, explain, run
 
 

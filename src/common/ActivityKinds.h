@@ -47,13 +47,13 @@ enum class TraceRow : uint8_t { kNone, kKernel, kMemcpy, kMemset };
 
 struct ActivityKindInfo {
   msptiActivityKind kind;
-  const char* name;         // "KERNEL"; as in MSPTI_ACTIVITY_KIND_KERNEL
-  size_t recordSize;        // bytes a record of this kind takes in a buffer
-  int sinceGeneration;      // first MSPTI generation that knows the kind
-  bool needsPreload;        // 26.x refuses Enable without libmspti.so in LD_PRELOAD
+  const char* name;     // "KERNEL"; as in MSPTI_ACTIVITY_KIND_KERNEL
+  size_t recordSize;    // bytes a record of this kind takes in a buffer
+  int sinceGeneration;  // first MSPTI generation that knows the kind
+  bool needsPreload;    // 26.x refuses Enable without libmspti.so in LD_PRELOAD
   RecordRole role;
-  TraceRow row;             // what the plugin emits for a record of this kind
-  const char* setting;      // plugin setting that enables collecting it ("" = none / not collected)
+  TraceRow row;         // what the plugin emits for a record of this kind
+  const char* setting;  // plugin setting that enables collecting it ("" = none / not collected)
 };
 
 inline constexpr ActivityKindInfo kActivityKinds[] = {
@@ -62,8 +62,8 @@ inline constexpr ActivityKindInfo kActivityKinds[] = {
      TraceRow::kNone, ""},
     {MSPTI_ACTIVITY_KIND_KERNEL, "KERNEL", sizeof(msptiActivityKernel), kGeneration80, false, RecordRole::kKernel,
      TraceRow::kKernel, "enable_kernels"},
-    {MSPTI_ACTIVITY_KIND_API, "API", sizeof(msptiActivityApi), kGeneration80, false, RecordRole::kApi,
-     TraceRow::kNone, "enable_api_records"},
+    {MSPTI_ACTIVITY_KIND_API, "API", sizeof(msptiActivityApi), kGeneration80, false, RecordRole::kApi, TraceRow::kNone,
+     "enable_api_records"},
     {MSPTI_ACTIVITY_KIND_HCCL, "HCCL", sizeof(msptiActivityHccl), kGeneration81, true, RecordRole::kHccl,
      TraceRow::kNone, ""},
     {MSPTI_ACTIVITY_KIND_MEMORY, "MEMORY", sizeof(msptiActivityMemory), kGeneration81, true, RecordRole::kMemory,
@@ -80,8 +80,8 @@ inline constexpr ActivityKindInfo kActivityKinds[] = {
      TraceRow::kNone, ""},
     {MSPTI_ACTIVITY_KIND_NODE_API, "NODE_API", sizeof(msptiActivityApi), kGeneration260, false, RecordRole::kApi,
      TraceRow::kNone, ""},
-    {MSPTI_ACTIVITY_KIND_RUNTIME_API, "RUNTIME_API", sizeof(msptiActivityApi), kGeneration260, false,
-     RecordRole::kApi, TraceRow::kNone, "enable_api_records"},
+    {MSPTI_ACTIVITY_KIND_RUNTIME_API, "RUNTIME_API", sizeof(msptiActivityApi), kGeneration260, false, RecordRole::kApi,
+     TraceRow::kNone, "enable_api_records"},
 };
 
 inline constexpr size_t kActivityKindCount = sizeof(kActivityKinds) / sizeof(kActivityKinds[0]);

@@ -155,13 +155,22 @@ bool placeLaunch(const Launch& l, const LinkDecision& d, const BuildContext& in,
 std::string collectiveName(const std::string& msptiName) {
   std::string s;
   for (char ch : msptiName)
-    if (std::isalnum(static_cast<unsigned char>(ch))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (std::isalnum(static_cast<unsigned char>(ch)))
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   // Longest first: "reducescatter" before "reduce", "allgather" before "gather".
   static const std::pair<const char*, const char*> kKnown[] = {
-      {"reducescatter", "reduce_scatter"}, {"allreduce", "allreduce"}, {"allgather", "allgather"},
-      {"alltoallv", "all_to_allv"},        {"alltoall", "all_to_all"}, {"broadcast", "broadcast"},
-      {"barrier", "barrier"},              {"scatter", "scatter"},     {"gather", "gather"},
-      {"reduce", "reduce"},                {"send", "send"},           {"recv", "recv"},
+      {"reducescatter", "reduce_scatter"},
+      {"allreduce", "allreduce"},
+      {"allgather", "allgather"},
+      {"alltoallv", "all_to_allv"},
+      {"alltoall", "all_to_all"},
+      {"broadcast", "broadcast"},
+      {"barrier", "barrier"},
+      {"scatter", "scatter"},
+      {"gather", "gather"},
+      {"reduce", "reduce"},
+      {"send", "send"},
+      {"recv", "recv"},
       {"receive", "recv"},
   };
   for (const auto& [needle, out] : kKnown)
@@ -170,9 +179,9 @@ std::string collectiveName(const std::string& msptiName) {
 }
 
 const char* communicationTypeName(uint32_t t) {
-  static const char* const kNames[] = {"Char",   "Short",  "Int",    "Half",   "Float",    "Long",          "UInt64",
-                                       "Byte",   "UInt16", "UInt32", "Double", "BFloat16", "Int128",        "",
-                                       "HiFloat8", "Float8_e4m3fn", "Float8_e5m2", "Float8_e8m0fnu"};
+  static const char* const kNames[] = {"Char",   "Short", "Int",      "Half",          "Float",       "Long",
+                                       "UInt64", "Byte",  "UInt16",   "UInt32",        "Double",      "BFloat16",
+                                       "Int128", "",      "HiFloat8", "Float8_e4m3fn", "Float8_e5m2", "Float8_e8m0fnu"};
   return t < sizeof(kNames) / sizeof(kNames[0]) && *kNames[t] ? kNames[t] : "unknown";
 }
 
@@ -249,8 +258,8 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
 
   for (const auto& [key, range] : spans) {
     const auto& [node, device, stream] = key;
-    auto& span = *buffer.activities.emplace_back(std::make_unique<GenericTraceActivity>(
-        buffer.span, ActivityType::GPU_USER_ANNOTATION, node->activity->name()));
+    auto& span = *buffer.activities.emplace_back(
+        std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::GPU_USER_ANNOTATION, node->activity->name()));
     span.startTime = range.first;
     span.endTime = range.second;
     span.id = static_cast<int32_t>(node->id);

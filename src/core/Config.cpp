@@ -46,8 +46,8 @@ const Setting kSettings[] = {
     {"drain_timeout_ms", nullptr, Type::kInt, "ms", "1000", "upper bound of the drain in stop()",
      &ConfigSnapshot::drainTimeoutMs, nullptr, 0, 600000},
     {"drain_order", nullptr, Type::kChoice, "", "auto",
-     "disable_first (MSPTI 26.1 pulls device data on Disable) or poll_first; auto picks by library generation",
-     nullptr, nullptr, 0, 0, 1, kDrainOrders},
+     "disable_first (MSPTI 26.1 pulls device data on Disable) or poll_first; auto picks by library generation", nullptr,
+     nullptr, 0, 0, 1, kDrainOrders},
     {"profiler", nullptr, Type::kChoice, "", "auto",
      "which PrivateUse1 profiler serves the NPU lane: auto and mspti = torch-mspti (also when torch_npu's "
      "built-in MSPTI backend is loaded), off = not torch-mspti; read when torch_mspti is imported",
@@ -299,8 +299,8 @@ std::string Config::setText(const std::string& name, const std::string& value) {
   const Setting* s = find(name);
   if (!s || (s->type != Type::kChoice && s->type != Type::kPath)) return fmt::format("{}: not a text setting", name);
   if (s->importOnly)
-    return fmt::format("{}: read when torch_mspti is imported; set {} in the environment before importing torch",
-                       name, envName(*s));
+    return fmt::format("{}: read when torch_mspti is imported; set {} in the environment before importing torch", name,
+                       envName(*s));
   std::lock_guard<std::mutex> lock(mutex_);
   if (s->type == Type::kPath && !lockedLibraryPath_.empty() && value != lockedLibraryPath_)
     return fmt::format(

@@ -91,8 +91,7 @@ CorrelationForwarder::ThreadState* CorrelationForwarder::newState() noexcept {
   try {
     static thread_local StateOwner owner;
     owner.state = t;
-  } catch (...) {
-  }
+  } catch (...) {}
   ThreadState* head = threads_.load(std::memory_order_relaxed);
   do {
     t->next = head;

@@ -41,14 +41,14 @@ LaunchClass classifyApiName(std::string_view name);
 LaunchClass classOfDeviceKind(uint32_t kind);
 
 struct LaunchEntry {
-  uint64_t opHint = 0;      // first CUSTOM0 external id (torch's op id), 0 = none
-  uint64_t userHint = 0;    // first CUSTOM1 external id (torch's user-range id), 0 = none
-  int32_t launchApi = -1;   // index (RecordStore::apis) of the earliest API record classified as a launch
-  int32_t firstApi = -1;    // index of the earliest API record with this id
+  uint64_t opHint = 0;     // first CUSTOM0 external id (torch's op id), 0 = none
+  uint64_t userHint = 0;   // first CUSTOM1 external id (torch's user-range id), 0 = none
+  int32_t launchApi = -1;  // index (RecordStore::apis) of the earliest API record classified as a launch
+  int32_t firstApi = -1;   // index of the earliest API record with this id
   int64_t launchApiStart = 0;
   int64_t firstApiStart = 0;
   LaunchClass launchClass = LaunchClass::kNone;
-  bool external = false;    // an EXTERNAL_CORRELATION record named the id
+  bool external = false;  // an EXTERNAL_CORRELATION record named the id
   uint32_t deviceRecords = 0;
 };
 

@@ -102,9 +102,8 @@ LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock,
       launch.callStart = clock.toRealtime(launch.call->start);
       launch.callEnd = std::max(launch.callStart, clock.toRealtime(launch.call->end));
     }
-    const bool inWindow = launch.callTrusted
-                              ? launch.callStart >= window.start && launch.callStart <= window.end
-                              : firstStart >= window.start && firstStart <= window.collectionEnd;
+    const bool inWindow = launch.callTrusted ? launch.callStart >= window.start && launch.callStart <= window.end
+                                             : firstStart >= window.start && firstStart <= window.collectionEnd;
     if (!inWindow) {
       c.outOfWindow += rows;
       i = j;

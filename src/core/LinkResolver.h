@@ -23,7 +23,15 @@
 
 namespace torch_mspti {
 
-enum class LinkState : uint8_t { kVerified, kRecovered, kUnverified, kNoOpOnThread, kClockUntrusted, kAmbiguous, kNoRecord };
+enum class LinkState : uint8_t {
+  kVerified,
+  kRecovered,
+  kUnverified,
+  kNoOpOnThread,
+  kClockUntrusted,
+  kAmbiguous,
+  kNoRecord
+};
 
 // The word written into each device row's "link" argument and used as diagnostics key.
 const char* linkStateName(LinkState s);

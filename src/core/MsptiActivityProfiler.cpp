@@ -25,9 +25,9 @@ std::unique_ptr<libkineto::IActivityProfilerSession> MsptiActivityProfiler::conf
   try {
     PluginStatus& s = context_.status;
     s.configureCalls.fetch_add(1);
-    s.lastConfigureNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    s.lastConfigureNs =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     if (!wantsDevice(types)) return nullptr;  // CPU-only trace: no MSPTI call, no device event
     s.deviceSessions.fetch_add(1);
     return std::make_unique<MsptiActivityProfilerSession>(context_.sessionDeps(), types);

@@ -32,13 +32,11 @@ void guard(std::vector<std::string>& errors, const char* where, Fn&& fn) noexcep
   } catch (const std::exception& e) {
     try {
       errors.push_back(fmt::format("{}: {}", where, e.what()));
-    } catch (...) {
-    }
+    } catch (...) {}
   } catch (...) {
     try {
       errors.push_back(fmt::format("{}: unknown exception", where));
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 }
 
@@ -90,8 +88,7 @@ void MsptiActivityProfilerSession::warnOnce(const std::string& key, const std::s
       deps_.warn(message +
                  ". Details: torch_mspti.diagnostics() in this process, or `torch-mspti doctor TRACE.json` for the "
                  "saved trace");
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 void MsptiActivityProfilerSession::fail(const std::string& message, const std::string& cause) {
@@ -144,8 +141,7 @@ void MsptiActivityProfilerSession::reclaimCallbacks() noexcept {
   if (!reclaimCallbacks_.exchange(false)) return;
   try {
     MsptiActivityApi(*fns_).registerCallbacks(&MsptiBufferPool::onRequest, &MsptiBufferPool::onComplete);
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 void MsptiActivityProfilerSession::start() {
@@ -176,7 +172,8 @@ bool MsptiActivityProfilerSession::arm() {
   const msptiResult r = api.registerCallbacks(&MsptiBufferPool::onRequest, &MsptiBufferPool::onComplete);
   if (r != MSPTI_SUCCESS) {
     deps_.pool->setSink(nullptr);
-    fail(describeCall("msptiActivityRegisterCallbacks", "request, complete", r), "msptiActivityRegisterCallbacks failed");
+    fail(describeCall("msptiActivityRegisterCallbacks", "request, complete", r),
+         "msptiActivityRegisterCallbacks failed");
     return false;
   }
   // Device kinds first (the ones requested and switched on), then the kinds that describe launches.
@@ -189,9 +186,8 @@ bool MsptiActivityProfilerSession::arm() {
       warnOnce("kernels", "torch-mspti: no kernels in this trace: msptiActivityEnable(KERNEL) failed");
     anyDevice |= ok;
   }
-  const bool forwarding =
-      anyDevice && deps_.config.enableExternalCorrelation && api.hasExternalCorrelation() &&
-      enable(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, true);
+  const bool forwarding = anyDevice && deps_.config.enableExternalCorrelation && api.hasExternalCorrelation() &&
+                          enable(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, true);
   // RUNTIME_API from MSPTI 26.0 carries the launch calls; older libraries only know API
   // (mspti.md 3.2, 8). Both give the calling thread, its host time and the launch's id.
   if (anyDevice && deps_.config.enableApiRecords && !enable(MSPTI_ACTIVITY_KIND_RUNTIME_API, false))
@@ -290,8 +286,7 @@ void MsptiActivityProfilerSession::collect() {
   if (deps_.staleBelow) {
     const uint64_t maxId = store_->maxCorrelationId();
     uint64_t prev = deps_.staleBelow->load();
-    while (maxId > prev && !deps_.staleBelow->compare_exchange_weak(prev, maxId)) {
-    }
+    while (maxId > prev && !deps_.staleBelow->compare_exchange_weak(prev, maxId)) {}
   }
   state_ = SessionState::kStopped;
   status_ = libkineto::TraceStatus::PROCESSING;
@@ -466,8 +461,7 @@ void MsptiActivityProfilerSession::publish(bool final) {
     if (published_ || !deps_.stats) return;
     deps_.stats->publish(report(), final);
     if (final) published_ = true;
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 }  // namespace torch_mspti

@@ -111,10 +111,10 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::string healthJson() const;
 
  private:
-  bool subscribe();  // constructor's body
+  bool subscribe();                  // constructor's body
   void reclaimCallbacks() noexcept;  // registers our buffer callbacks again (once per request)
-  bool arm();        // start()'s body; false when collection could not start
-  void collect();    // stop()'s body
+  bool arm();                        // start()'s body; false when collection could not start
+  void collect();                    // stop()'s body
   void process(libkineto::ActivityLogger& logger, const libkineto::getLinkedActivityCallback* linked);
   bool enable(msptiActivityKind kind, bool report);
   void fail(const std::string& message, const std::string& cause);

@@ -23,8 +23,8 @@ void MsptiBufferPool::configure(size_t bytes, size_t cap) {
 void MsptiBufferPool::setSink(std::shared_ptr<RecordStore> sink) { sink_.store(std::move(sink)); }
 
 PoolCounters MsptiBufferPool::counters() const {
-  return {requested_.load(), completed_.load(), declined_.load(), nullCompletions_.load(), foreign_.load(),
-          orphans_.load()};
+  return {requested_.load(),       completed_.load(), declined_.load(),
+          nullCompletions_.load(), foreign_.load(),   orphans_.load()};
 }
 
 size_t MsptiBufferPool::outstanding() const {

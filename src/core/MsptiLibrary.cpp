@@ -251,8 +251,8 @@ bool MsptiLibrary::ensureLoaded(const LoadRequest& request) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (loaded()) return true;
   const std::string& explicitPath = request.explicitPath;
-  const std::string key = explicitPath + (request.allowMissingProfapi ? "\n1\n" : "\n0\n") + envOr("ASCEND_HOME_PATH") + '\n' + envOr("ASCEND_TOOLKIT_HOME") + '\n' +
-                          envOr("LD_LIBRARY_PATH");
+  const std::string key = explicitPath + (request.allowMissingProfapi ? "\n1\n" : "\n0\n") + envOr("ASCEND_HOME_PATH") +
+                          '\n' + envOr("ASCEND_TOOLKIT_HOME") + '\n' + envOr("LD_LIBRARY_PATH");
   if (report_.attempted && key == searchKey_) return false;
   searchKey_ = key;
   report_ = LibraryReport{};
@@ -350,7 +350,8 @@ bool elfExportsSymbol(const std::string& path, const char* name) {
     return false;
   std::vector<Elf64_Shdr> sections(eh.e_shnum);
   in.seekg(static_cast<std::streamoff>(eh.e_shoff));
-  if (!in.read(reinterpret_cast<char*>(sections.data()), static_cast<std::streamsize>(sections.size() * sizeof(Elf64_Shdr))))
+  if (!in.read(reinterpret_cast<char*>(sections.data()),
+               static_cast<std::streamsize>(sections.size() * sizeof(Elf64_Shdr))))
     return false;
   const std::string wanted(name);
   for (const Elf64_Shdr& sh : sections) {

@@ -145,8 +145,8 @@ void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, NameTable*
         case RecordRole::kApi: {
           msptiActivityApi a;
           std::memcpy(&a, p, sizeof(a));
-          out.apis.push_back({static_cast<int64_t>(a.start), static_cast<int64_t>(a.end), a.pt.processId,
-                              a.pt.threadId, a.correlationId, kind, intern(a.name)});
+          out.apis.push_back({static_cast<int64_t>(a.start), static_cast<int64_t>(a.end), a.pt.processId, a.pt.threadId,
+                              a.correlationId, kind, intern(a.name)});
           break;
         }
         case RecordRole::kExternalCorrelation: {

@@ -13,28 +13,28 @@ namespace torch_mspti {
 
 // Work that ran on a device stream: a KERNEL, COMMUNICATION, MEMCPY or MEMSET record.
 struct DeviceRecord {
-  int64_t start = 0;           // ns since the epoch (device clock converted by MSPTI)
+  int64_t start = 0;  // ns since the epoch (device clock converted by MSPTI)
   int64_t end = 0;
-  uint64_t correlationId = 0;  // MSPTI correlation id, shared with the launch's API/external records
-  uint64_t count = 0;          // COMMUNICATION: element count; MEMCPY/MEMSET: bytes
+  uint64_t correlationId = 0;           // MSPTI correlation id, shared with the launch's API/external records
+  uint64_t count = 0;                   // COMMUNICATION: element count; MEMCPY/MEMSET: bytes
   const std::string* name = nullptr;    // kernel / collective name as MSPTI gives it; "" for copies
   const std::string* detail = nullptr;  // KERNEL: type ("KERNEL_AICORE"); COMMUNICATION: algorithm
   const std::string* group = nullptr;   // COMMUNICATION: communicator name
-  uint32_t deviceId = 0;       // physical device id as MSPTI reports it (mspti.md 4)
+  uint32_t deviceId = 0;                // physical device id as MSPTI reports it (mspti.md 4)
   uint32_t streamId = 0;
-  uint32_t kind = 0;           // msptiActivityKind
-  uint32_t subkind = 0;        // COMMUNICATION: msptiCommunicationDataType; MEMCPY: msptiActivityMemcpyKind;
-                               // MEMSET: the value written
-  bool isAsync = false;        // MEMCPY/MEMSET
+  uint32_t kind = 0;     // msptiActivityKind
+  uint32_t subkind = 0;  // COMMUNICATION: msptiCommunicationDataType; MEMCPY: msptiActivityMemcpyKind;
+                         // MEMSET: the value written
+  bool isAsync = false;  // MEMCPY/MEMSET
 };
 
 struct ApiRecord {
   int64_t start = 0;  // host time of the call, ns (clock: see HostClock.h)
   int64_t end = 0;
   uint32_t processId = 0;
-  uint32_t threadId = 0;       // OS thread id of the calling thread
-  uint64_t correlationId = 0;  // the calling thread's current id: its most recent launch (mspti.md 4)
-  uint32_t kind = 0;           // API, ACL_API, NODE_API or RUNTIME_API
+  uint32_t threadId = 0;              // OS thread id of the calling thread
+  uint64_t correlationId = 0;         // the calling thread's current id: its most recent launch (mspti.md 4)
+  uint32_t kind = 0;                  // API, ACL_API, NODE_API or RUNTIME_API
   const std::string* name = nullptr;  // e.g. "LaunchKernelV2"
 };
 

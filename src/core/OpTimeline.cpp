@@ -33,9 +33,8 @@ OpTimeline::OpTimeline(const std::vector<ThreadOps>& log, const libkineto::getLi
   }
   for (auto& [tid, thread] : threads_) {
     auto& nodes = thread.nodes;
-    std::sort(nodes.begin(), nodes.end(), [](const OpNode& a, const OpNode& b) {
-      return a.start != b.start ? a.start < b.start : a.end > b.end;
-    });
+    std::sort(nodes.begin(), nodes.end(),
+              [](const OpNode& a, const OpNode& b) { return a.start != b.start ? a.start < b.start : a.end > b.end; });
     std::vector<int32_t> open;
     for (size_t i = 0; i < nodes.size(); ++i) {
       while (!open.empty() && nodes[open.back()].end < nodes[i].start) open.pop_back();

@@ -22,7 +22,7 @@ namespace torch_mspti {
 struct OpNode {
   int64_t start = 0;  // ns since the epoch (torch's clock: CLOCK_REALTIME based, kineto.md 2.1)
   int64_t end = 0;
-  uint64_t id = 0;    // torch's correlation id of the op / user range
+  uint64_t id = 0;  // torch's correlation id of the op / user range
   bool userRange = false;
   uint32_t threadId = 0;
   int32_t parent = -1;  // index of the innermost enclosing node on the same thread, -1 = none
@@ -51,8 +51,8 @@ class OpTimeline {
   static const OpNode* innermostAt(const std::vector<OpNode>& nodes, int64_t t);
 
   struct Thread {
-    std::vector<OpNode> nodes;                            // sorted by (start, -end)
-    std::vector<std::pair<int64_t, int64_t>> busy;        // merged top-level intervals
+    std::vector<OpNode> nodes;                      // sorted by (start, -end)
+    std::vector<std::pair<int64_t, int64_t>> busy;  // merged top-level intervals
   };
   std::unordered_map<uint32_t, Thread> threads_;
   std::unordered_map<uint64_t, const OpNode*> ops_, users_;

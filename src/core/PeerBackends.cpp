@@ -28,7 +28,7 @@ int visit(struct dl_phdr_info* info, size_t, void* out) {
   auto* scan = static_cast<Scan*>(out);
   scan->library = name;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const ElfW(Phdr) & ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_LOAD || (ph.p_flags & (PF_W | PF_X)) || !(ph.p_flags & PF_R)) continue;
     const void* segment = reinterpret_cast<const void*>(info->dlpi_addr + ph.p_vaddr);
     if (memmem(segment, ph.p_filesz, kBackendRtti, sizeof(kBackendRtti) - 1)) {

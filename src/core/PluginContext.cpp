@@ -38,9 +38,7 @@ PluginContext& PluginContext::process() {
   return *context;
 }
 
-PluginContext::PluginContext() {
-  registerForkParticipant({&prepareFork, &afterForkInParent, &afterForkInChild, this});
-}
+PluginContext::PluginContext() { registerForkParticipant({&prepareFork, &afterForkInParent, &afterForkInChild, this}); }
 
 const MsptiFunctions* PluginContext::loadLibrary(const ConfigSnapshot& cfg) {
   if (!library.ensureLoaded({cfg.libraryPath, cfg.allowMissingProfapi})) return nullptr;

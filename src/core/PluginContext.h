@@ -22,9 +22,9 @@
 #include "Config.h"
 #include "CorrelationForwarder.h"
 #include "CorrelationIds.h"
+#include "MsptiActivityProfilerSession.h"
 #include "MsptiBufferPool.h"
 #include "MsptiLibrary.h"
-#include "MsptiActivityProfilerSession.h"
 #include "SessionStats.h"
 
 namespace torch_mspti {

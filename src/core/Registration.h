@@ -27,9 +27,9 @@ class PluginContext;
 struct RegistrationStatus {
   ProfilerMode mode = ProfilerMode::kAuto;
   bool attempted = false;
-  bool registered = false;       // our factory was handed to kineto
-  bool otherFactory = false;     // a factory was in torch's PrivateUse1 registry when we registered
-  std::string message;           // one line: which profiler serves PrivateUse1 traces
+  bool registered = false;    // our factory was handed to kineto
+  bool otherFactory = false;  // a factory was in torch's PrivateUse1 registry when we registered
+  std::string message;        // one line: which profiler serves PrivateUse1 traces
 };
 
 // Registers once per process (later calls return the first outcome).

@@ -20,12 +20,12 @@ enum class CounterPhase : uint8_t { kStop, kTrace };
 enum class CounterMerge : uint8_t { kSum, kMax };
 
 // X(group, field, json key, phase, merge, description)
-#define TORCH_MSPTI_SESSION_COUNTERS(X)                                                                               \
+#define TORCH_MSPTI_SESSION_COUNTERS(X)                                                                              \
   X("buffers", buffersRequested, "requested", kStop, kSum, "buffers MSPTI asked for")                                \
   X("buffers", buffersCompleted, "completed", kStop, kSum, "buffers MSPTI handed back")                              \
   X("buffers", buffersDeclined, "declined", kStop, kSum,                                                             \
     "requests refused at the pool cap (MSPTI drops records until it gets a buffer)")                                 \
-  X("buffers", nullCompletions, "null_completions", kStop, kSum, "completions with a NULL buffer (after a decline)")  \
+  X("buffers", nullCompletions, "null_completions", kStop, kSum, "completions with a NULL buffer (after a decline)") \
   X("buffers", foreignBuffers, "foreign", kStop, kSum,                                                               \
     "buffers another tool requested, completed into our callback: walked, never recycled or freed")                  \
   X("buffers", abandonedBuffers, "abandoned", kStop, kSum,                                                           \
@@ -51,20 +51,20 @@ enum class CounterMerge : uint8_t { kSum, kMax };
     "records of an earlier session delivered into this one (MSPTI delivering after Unsubscribe)")                    \
   X("dropped", afterCollection, "after_collection", kStop, kSum,                                                     \
     "records completed after this session had finished collecting")                                                  \
-  X("dropped", orphanRecords, "orphan", kStop, kSum, "records delivered while no session was collecting")           \
+  X("dropped", orphanRecords, "orphan", kStop, kSum, "records delivered while no session was collecting")            \
   X("repaired", overlapRepairs, "overlaps", kStop, kSum,                                                             \
     "device rows moved so that no two rows of one stream overlap")                                                   \
   X("repaired", maxOverlapShiftNs, "max_shift_ns", kStop, kMax, "largest start shift of such a repair, ns")          \
   X("repaired", zeroDuration, "zero_duration", kStop, kSum, "device records with start = end != 0, kept as such")    \
   X("repaired", deviceBeforeLaunch, "device_before_launch", kStop, kSum,                                             \
     "device rows that start before their launch call (device clock behind the host clock)")                          \
-  X("rows", deviceRows, "device_rows", kTrace, kSum, "device rows in the trace (all kinds)")                          \
+  X("rows", deviceRows, "device_rows", kTrace, kSum, "device rows in the trace (all kinds)")                         \
   X("rows", kernels, "kernels", kTrace, kSum, "kernel rows")                                                         \
   X("rows", communications, "communications", kTrace, kSum, "collective rows (COMMUNICATION records)")               \
   X("rows", memcpys, "memcpys", kTrace, kSum, "memory copy rows")                                                    \
   X("rows", memsets, "memsets", kTrace, kSum, "memset rows")                                                         \
   X("rows", annotations, "annotations", kTrace, kSum, "user-range spans on device lanes")                            \
-  X("rows", launchEvents, "launch_events", kTrace, kSum, "launch events with an arrow to their device rows")        \
+  X("rows", launchEvents, "launch_events", kTrace, kSum, "launch events with an arrow to their device rows")         \
   X("rows", launchThreadEvents, "launch_thread_events", kTrace, kSum,                                                \
     "launch events on a thread that ran no op at the time (its own lane, no op credited)")                           \
   X("links", linkedVerified, "verified", kTrace, kSum,                                                               \

@@ -22,8 +22,8 @@ struct DrainStats {
   std::string order;       // "disable_first" or "poll_first"
   std::string exitReason;  // "balanced", "quiet", "timeout"
   int flushes = 0;
-  double ms = 0;                   // wall time of the whole drain
-  double synchronizeMs = 0;        // of which waiting for the devices (synchronize_devices)
+  double ms = 0;             // wall time of the whole drain
+  double synchronizeMs = 0;  // of which waiting for the devices (synchronize_devices)
   uint64_t recordsDuringDrain = 0;
   uint64_t pendingLaunches = 0;  // launches whose device records never came
   uint64_t lateRecords = 0;      // records delivered by the FlushAll after unsubscribe
