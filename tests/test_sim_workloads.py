@@ -52,7 +52,9 @@ def test_mlp_demo_profiles_training_steps(tmp_path):
 def _profiled_steps(trace: Path) -> list[str]:
     """Names of the host-side ProfilerStep spans (the device lanes carry gpu_user_annotation copies)."""
     events = _events(trace)
-    return sorted(e["name"] for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    return sorted(
+        e["name"] for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+    )
 
 
 @pytest.mark.parametrize("workload, steps", [("mlp", 1), ("mlp", 2), ("transformer", 2)])
