@@ -44,11 +44,71 @@ uint64_t msptiSimLaunchKernel(const char* name, const char* type, uint32_t devic
 uint64_t msptiSimLaunchKernels(const char* name, const char* type, uint32_t device, uint32_t stream,
                                uint64_t duration_ns, uint32_t count);
 
+// One collective as HCCL launches it on the calling thread (a communication node launch,
+// mspti.md 4: "Communication ops get an id minted at their node launch"):
+//  * while subscribed and MSPTI_ACTIVITY_KIND_COMMUNICATION is enabled, a correlation id is
+//    minted (the same process-wide counter as kernels) and becomes the thread's current id; one
+//    EXTERNAL_CORRELATION record per non-empty external stack is written at once (as for kernels);
+//  * the collective runs on (device, stream) of the timeline for duration_ns, and with an id its
+//    msptiActivityCommunication record (dataType, count, ds = {physical device, stream}, start,
+//    end, algType, name, commName, correlationId) reaches the buffer `delivery delay` after its
+//    end, from the driver-reader thread, under the same drop rules as KERNEL records: it needs the
+//    COMMUNICATION device tasks (Enable(COMMUNICATION) while subscribed, option
+//    require_enable_after_subscribe), Disable(KERNEL or COMMUNICATION) pulls ended ones when
+//    disable_pulls is on (both kinds travel on the SOC log channel), records due while
+//    COMMUNICATION is disabled are dropped when drop_after_disable is on, Unsubscribe drops those
+//    still in flight;
+//  * then, while subscribed, one API record (RUNTIME_API, or API if only that is on) named
+//    `api_name` with the host span of the call and the thread's current id. NULL `api_name`:
+//    derived from `name` ("hcom_allReduce__360_0_1", "allreduce", "all_reduce" -> "HcclAllReduce";
+//    unknown ops -> "Hccl" + CamelCase).
+// dataType: a msptiCommunicationDataType value (recorded as given); count: elements. All strings
+// are copied (interned for the life of the process); NULL is recorded as "".
+// Returns the correlation id, or 0 when none was minted (the collective still runs).
+uint64_t msptiSimLaunchCommunication(const char* name, const char* algType, const char* commName, uint32_t dataType,
+                                     uint64_t count, uint32_t device, uint32_t stream, uint64_t duration_ns,
+                                     const char* api_name);
+
+// A host<->device or device<->device copy of `bytes` bytes issued through the ACL memory API
+// (mspti.md 4, 5.5: memcpy records "take the thread's current id, minted by the interposed ACL
+// memory call, which needs LD_PRELOAD"). The copy always runs on (device, stream) of the timeline
+// for duration_ns as a DMA task (never a kernel: no KERNEL record, kernels_launched unchanged).
+// Only when LD_PRELOAD named libmspti at load (a process-start preload; msptiSimReloadEnvironment
+// re-reads it), a subscriber exists and MSPTI_ACTIVITY_KIND_MEMCPY is enabled: an id is minted
+// (the thread's current id), external records are written, and a msptiActivityMemcpy record
+// (copyKind, bytes, start, end, deviceId (physical), streamId, correlationId, isAsync) reaches the
+// buffer `delivery delay` after the copy ends (dropped if MEMCPY is disabled by then and
+// drop_after_disable is on, or on Unsubscribe). Without the preload: no id and no record, silently,
+// as the real library (on generations < 26.0 Enable(MEMCPY) even succeeds; 26.x refuses it with
+// MSPTI_ERROR_WITHOUT_LD_PRELOAD). While subscribed with an API kind on, an API record named
+// "aclrtMemcpyAsync" (isAsync != 0) or "aclrtMemcpy" carries the thread's current id: the new one
+// with the preload, a stale one (or 0) without. A synchronous copy (isAsync == 0) returns only
+// once the copy has ended on the timeline, so its API record spans it.
+// copyKind: a msptiActivityMemcpyKind value (0..5); any other prints an error to stderr and
+// copies nothing. Returns the correlation id, or 0 when none was minted.
+uint64_t msptiSimMemcpy(uint32_t copyKind, uint64_t bytes, uint32_t device, uint32_t stream, uint64_t duration_ns,
+                        uint8_t isAsync);
+
+// Same for aclrtMemset(Async) of `bytes` bytes to `value`: MSPTI_ACTIVITY_KIND_MEMSET, a
+// msptiActivityMemset record (value, bytes, start, end, deviceId, streamId, correlationId,
+// isAsync), API record "aclrtMemsetAsync" / "aclrtMemset".
+uint64_t msptiSimMemset(uint32_t value, uint64_t bytes, uint32_t device, uint32_t stream, uint64_t duration_ns,
+                        uint8_t isAsync);
+
+// A runtime API call that launches nothing (synchronize, event record, stream wait, malloc, get
+// device, ...). It takes host_ns (the calling thread sleeps that long; 0 = just the call). While
+// subscribed with RUNTIME_API (or API) on, one API record named `name` (copied) spans
+// [call start, call end] and carries the calling thread's CURRENT correlation id (mspti.md 4: API
+// records take their thread's current id, the most recent launch on that thread, possibly from
+// an earlier session; 0 if none). Mints nothing.
+void msptiSimRuntimeCall(const char* name, uint64_t host_ns);
+
 // Block until the device timeline of `device` (or of every device when device < 0) has caught up
-// with wall-clock time, i.e. every kernel launched so far has ended. Returns 0.
+// with wall-clock time, i.e. every task launched so far has ended. Returns 0.
 int msptiSimSynchronize(int32_t device);
 
-// End time (ns since the epoch) of the last kernel on (device, stream); 0 when none.
+// End time (ns since the epoch, true device time) of the last task (kernel, collective, copy,
+// memset) on (device, stream); 0 when none.
 uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
 
 // Tunables. Keys (value type int64):
@@ -101,8 +161,19 @@ typedef struct {
   uint64_t external_stack_depth;  // current depth of the CUSTOM0 stack (process-global mode)
 } msptiSimStats;
 
-// Fill *out (ignored when NULL) with counters since the library was loaded.
+// Fill *out (ignored when NULL) with counters since the library was loaded. The struct's layout is
+// frozen (ctypes users declare it); newer counters are read with msptiSimGetCounter.
+// records_dropped and records_pending cover every device record kind.
 void msptiSimGetStats(msptiSimStats* out);
+
+// One counter since load by name: every msptiSimStats field name, and
+//   "device_tasks"           tasks placed on the timeline (kernels, collectives, copies, memsets)
+//   "communication_records"  COMMUNICATION records written
+//   "memcpy_records"         MEMCPY records written
+//   "memset_records"         MEMSET records written
+//   "foreign_buffers"        buffers delivered by msptiSimCompleteForeignBuffer
+// Returns UINT64_MAX for an unknown (or NULL) name.
+uint64_t msptiSimGetCounter(const char* name);
 
 // Added by the simulator (not part of the first control API draft):
 
