@@ -96,6 +96,9 @@ uint64_t CannRuntime::launchKernels(const char* name, const char* type, uint32_t
   task.prototype.kernel.name = names_.intern(name);
   // Only task-track reports whose type starts with "KERNEL" reach the kernel parser (mspti.md 4).
   task.reportable = std::strncmp(task.prototype.kernel.type, "KERNEL", 6) == 0;
+  const auto calls = static_cast<uint32_t>(options_.get(Option::kApiRecordsPerLaunch));
+  task.callsBefore = (calls + 1) / 2;
+  task.callsAfter = calls / 2;
   return launcher_.launch(task);
 }
 

@@ -2,7 +2,8 @@
 // the ACL memory API hand to MSPTI for each kind of call (mspti.md 4, 5.4, 5.5). Each call is
 // turned into a DeviceTask (TaskLauncher) or a plain API record (HostRecords):
 //   kernels        minted while KERNEL is on, only for task types starting with "KERNEL";
-//                  API record "LaunchKernelV2" (what 26.x reports at RUNTIME level)
+//                  API record "LaunchKernelV2" (what 26.x reports at RUNTIME level), with
+//                  api_records_per_launch runtime calls around it
 //   collectives    minted at the communication node launch while COMMUNICATION is on; API record
 //                  named after the HCCL call ("HcclAllReduce", ...)
 //   copies/memsets minted by the interposed ACL memory call, which exists only when libmspti was
@@ -16,14 +17,16 @@
 #include "Environment.h"
 #include "HostRecords.h"
 #include "NameTable.h"
+#include "SimOptions.h"
 #include "TaskLauncher.h"
 
 namespace torch_mspti::sim {
 
 class CannRuntime {
  public:
-  CannRuntime(TaskLauncher& launcher, HostRecords& hostRecords, NameTable& names, const Environment& environment)
-      : launcher_(launcher), hostRecords_(hostRecords), names_(names), environment_(environment) {}
+  CannRuntime(const SimOptions& options, TaskLauncher& launcher, HostRecords& hostRecords, NameTable& names,
+              const Environment& environment)
+      : options_(options), launcher_(launcher), hostRecords_(hostRecords), names_(names), environment_(environment) {}
   CannRuntime(const CannRuntime&) = delete;
   CannRuntime& operator=(const CannRuntime&) = delete;
 
@@ -38,6 +41,7 @@ class CannRuntime {
   void runtimeCall(const char* name, uint64_t hostNs) { hostRecords_.runtimeCall(name, hostNs); }
 
  private:
+  const SimOptions& options_;
   TaskLauncher& launcher_;
   HostRecords& hostRecords_;
   NameTable& names_;

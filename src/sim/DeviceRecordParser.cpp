@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "Teardown.h"
+
 namespace torch_mspti::sim {
 
 namespace {
@@ -19,11 +21,14 @@ std::atomic<uint64_t>& recordCounter(SimCounters& counters, int kind) {
 
 void DeviceRecordParser::write(const PendingRecord& pending) {
   const int kind = kindOf(pending.record);
-  // Launched under an earlier subscription: its device task was stopped by Unsubscribe.
-  const bool staleTask = !ctx_.subscriber.active() || ctx_.subscriber.epoch() != pending.epoch;
+  // Launched under an earlier subscription: its device task was stopped by Unsubscribe (unless
+  // option deliver_after_unsubscribe: an MSPTI that keeps delivering into the next session).
+  const bool staleTask = !ctx_.options.flag(Option::kDeliverAfterUnsubscribe) &&
+                         (!ctx_.subscriber.active() || ctx_.subscriber.epoch() != pending.epoch);
   // Parser stopped by Disable of the record's kind (option drop_after_disable).
   const bool parserStopped = !ctx_.switches.isOn(kind) && ctx_.options.flag(Option::kDropAfterDisable);
-  if (staleTask || parserStopped) {
+  // Static destruction tore the library down at process exit (option destroy_at_exit).
+  if (staleTask || parserStopped || tornDown()) {
     SimCounters::add(ctx_.counters.recordsDropped);
     return;
   }

@@ -2,7 +2,8 @@
 // sink of the driver reader (DeliveryThread), run on its thread or, during Disable's driver flush,
 // on the caller's. Decides whether the record still gets written:
 //  * dropped when its device task was stopped by Unsubscribe (launched under an earlier or ended
-//    subscription), or when its kind is disabled and option drop_after_disable is on;
+//    subscription; not with option deliver_after_unsubscribe), when its kind is disabled and
+//    option drop_after_disable is on, or once the library was torn down at exit;
 //  * KERNEL records go through the fault-injection options (bad timing, unknown kinds, duplicates);
 //  * external records held back by option reorder_external are written right after it.
 // Every dropped record is counted.

@@ -14,7 +14,7 @@ uint32_t currentTid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
 
 }  // namespace
 
-uint64_t HostRecords::apiNow() const { return realtimeNs(); }
+uint64_t HostRecords::apiNow() const { return ctx_.options.flag(Option::kApiClock) ? monotonicRawNs() : realtimeNs(); }
 
 int HostRecords::apiKind() const {
   if (ctx_.switches.isOn(MSPTI_ACTIVITY_KIND_RUNTIME_API)) {

@@ -34,7 +34,8 @@ class HostRecords {
   HostRecords(const HostRecords&) = delete;
   HostRecords& operator=(const HostRecords&) = delete;
 
-  // Host time as API records report it (ns since the epoch, CLOCK_REALTIME).
+  // Host time as API records report it: ns since the epoch (CLOCK_REALTIME), or raw
+  // CLOCK_MONOTONIC_RAW ns with option api_clock=1 (mspti.md 4).
   uint64_t apiNow() const;
   // The kind an API record is written as: RUNTIME_API when on, else API when on, else
   // MSPTI_ACTIVITY_KIND_INVALID (no API record). RUNTIME level maps to RUNTIME_API in 26.x; the

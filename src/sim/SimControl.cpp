@@ -73,6 +73,14 @@ TORCH_MSPTI_SIM_EXPORT void msptiSimRuntimeCall(const char* name, uint64_t host_
   });
 }
 
+TORCH_MSPTI_SIM_EXPORT int msptiSimCompleteForeignBuffer(uint32_t kernels, int on_new_thread) {
+  try {
+    return sim::Simulator::instance().completeForeignBuffer(kernels, on_new_thread != 0);
+  } catch (...) {
+    return -1;
+  }
+}
+
 TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimGetCounter(const char* name) {
   return sim::Simulator::instance().counter(name);
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "CallbackContext.h"
+#include "ForeignBuffer.h"
 #include "SimClock.h"
 
 namespace torch_mspti::sim {
@@ -36,19 +37,22 @@ Simulator::Simulator()
       parser_(ParserContext{options_, counters_, switches_, subscriber_, buffers_, hostRecords_}),
       delivery_([this](const PendingRecord& record) { parser_.write(record); }),
       launcher_(LaunchContext{options_, counters_, environment_, switches_, subscriber_, externalCorrelation_,
-                              timeline_, ids_, hostRecords_, delivery_}),
-      runtime_(launcher_, hostRecords_, names_, environment_) {}
+                              timeline_, deviceClock_, ids_, hostRecords_, delivery_}),
+      runtime_(options_, launcher_, hostRecords_, names_, environment_) {}
 
 msptiResult Simulator::subscribe(msptiSubscriberHandle* handle, msptiCallbackFunc callback, void* userdata) {
   return subscriber_.subscribe(handle, callback, userdata);
 }
 
 msptiResult Simulator::unsubscribe(msptiSubscriberHandle handle) {
-  // Stops the device tasks: records the device has not reported yet are lost. No buffer is
+  // Stops the device tasks: records the device has not reported yet are lost (unless option
+  // deliver_after_unsubscribe keeps them flowing into whatever is registered later). No buffer is
   // delivered; FlushAll is still needed afterwards (mspti.md 2.2, 5.6).
   return subscriber_.unsubscribe(handle, [this] {
     switches_.stopAllDeviceTasks();
-    SimCounters::add(counters_.recordsDropped, delivery_.discardAll());
+    if (!options_.flag(Option::kDeliverAfterUnsubscribe)) {
+      SimCounters::add(counters_.recordsDropped, delivery_.discardAll());
+    }
   });
 }
 
@@ -96,6 +100,10 @@ msptiResult Simulator::pushExternalCorrelationId(uint32_t kind, uint64_t id) {
 
 msptiResult Simulator::popExternalCorrelationId(uint32_t kind, uint64_t* lastId) {
   return externalCorrelation_.pop(kind, lastId, options_.flag(Option::kPerThreadStacks));
+}
+
+int Simulator::completeForeignBuffer(uint32_t kernels, bool onNewThread) {
+  return sim::completeForeignBuffer(buffers_, ids_, names_, environment_, counters_, kernels, onNewThread);
 }
 
 void Simulator::fillStats(msptiSimStats* out) const {

@@ -11,6 +11,7 @@
 #include "CannRuntime.h"
 #include "CorrelationIds.h"
 #include "DeliveryThread.h"
+#include "DeviceClock.h"
 #include "DeviceRecordParser.h"
 #include "DeviceTimeline.h"
 #include "Environment.h"
@@ -47,6 +48,8 @@ class Simulator {
   DeviceTimeline& timeline() { return timeline_; }
   SimOptions& options() { return options_; }
   Environment& environment() { return environment_; }
+  // msptiSimCompleteForeignBuffer (ForeignBuffer.h).
+  int completeForeignBuffer(uint32_t kernels, bool onNewThread);
   void fillStats(msptiSimStats* out) const;
   // A counter by its msptiSimGetCounter name; UINT64_MAX for an unknown name.
   uint64_t counter(const char* name) const;
@@ -62,6 +65,7 @@ class Simulator {
   Subscriber subscriber_;
   ExternalCorrelation externalCorrelation_;
   DeviceTimeline timeline_;
+  DeviceClock deviceClock_{options_};  // t0 of the drift: when the library was loaded
   ActivityBuffers buffers_;
   CorrelationIds ids_;
   HostRecords hostRecords_;

@@ -1,17 +1,53 @@
 #include "TaskLauncher.h"
 
+#include <iterator>
 #include <vector>
 
 #include "SimClock.h"
 
 namespace torch_mspti::sim {
 
+namespace {
+
+// Runtime calls around a kernel launch (option api_records_per_launch), by the names the CANN
+// runtime registers for its RUNTIME-level API records (CANN runtime profiling_agent.cpp, the
+// table that also holds "LaunchKernelV2"): argument set-up before the launch, bookkeeping after.
+constexpr const char* kCallsBeforeLaunch[] = {"ContextGetCurrent", "KernelArgsInit", "KernelArgsApendPlaceHolder",
+                                              "KernelArgsFinalize"};
+constexpr const char* kCallsAfterLaunch[] = {"CacheLastTaskOpInfo", "StreamSynchronize"};
+
+}  // namespace
+
 bool TaskLauncher::deviceReports(int kind) const {
   if (kind != MSPTI_ACTIVITY_KIND_KERNEL && kind != MSPTI_ACTIVITY_KIND_COMMUNICATION) {
     return true;  // copies and memsets are reported by the interposed ACL memory calls on the host
   }
+  // Older CANN discovers devices only through the preloaded library (option kernels_need_preload,
+  // mspti.md 5.5): no device known, no device task.
+  if (ctx_.options.flag(Option::kKernelsNeedPreload) && !ctx_.environment.ldPreloadHasMspti()) {
+    return false;
+  }
   // KERNEL and COMMUNICATION need the device tasks Enable starts (mspti.md 2.3, 5.6).
   return ctx_.switches.deviceTasksRunning(kind) || !ctx_.options.flag(Option::kEnableAfterSubscribe);
+}
+
+void TaskLauncher::reportTiming(DeviceRecord& record, const TaskSlot& slot) const {
+  uint64_t start = ctx_.deviceClock.report(slot.start);
+  const uint64_t end = ctx_.deviceClock.report(slot.end);
+  // A reported early start overlaps the previous task of a busy stream (option early_start_every).
+  const auto every = static_cast<uint64_t>(ctx_.options.get(Option::kEarlyStartEvery));
+  if (every != 0 && slot.ordinal % every == 0) {
+    const auto early = static_cast<uint64_t>(ctx_.options.get(Option::kEarlyStartNs));
+    start = start > early ? start - early : 0;
+  }
+  setTiming(record, start, end);
+}
+
+void TaskLauncher::writeRuntimeCalls(const char* const* names, size_t nameCount, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint64_t start = ctx_.hostRecords.apiNow();
+    ctx_.hostRecords.writeApi(names[i % nameCount], start, ctx_.hostRecords.apiNow());
+  }
 }
 
 uint64_t TaskLauncher::launch(const DeviceTask& task) {
@@ -22,6 +58,9 @@ uint64_t TaskLauncher::launch(const DeviceTask& task) {
   const uint64_t hostStart = ctx_.hostRecords.apiNow();
   const bool subscribed = ctx_.subscriber.active();
   const uint64_t epoch = ctx_.subscriber.epoch();
+  if (subscribed) {
+    writeRuntimeCalls(kCallsBeforeLaunch, std::size(kCallsBeforeLaunch), task.callsBefore);
+  }
 
   uint64_t correlationId = MSPTI_INVALID_CORRELATION_ID;
   if (subscribed && task.reportable && ctx_.switches.isOn(kind)) {
@@ -60,7 +99,7 @@ uint64_t TaskLauncher::launch(const DeviceTask& task) {
       record.epoch = epoch;
       record.endNs = slot.end;
       record.record = task.prototype;
-      setTiming(record.record, slot.start, slot.end);
+      reportTiming(record.record, slot);
       setPlacement(record.record, physical, task.stream, correlationId);  // physical id (mspti.md 4)
       pending.push_back(record);
     }
@@ -83,6 +122,7 @@ uint64_t TaskLauncher::launch(const DeviceTask& task) {
   }
   if (subscribed) {
     ctx_.hostRecords.writeApi(task.apiName, hostStart, ctx_.hostRecords.apiNow());
+    writeRuntimeCalls(kCallsAfterLaunch, std::size(kCallsAfterLaunch), task.callsAfter);
   }
   return correlationId;
 }

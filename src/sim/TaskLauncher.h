@@ -8,7 +8,8 @@
 //     written at once;
 //  2. the task(s) go on the device timeline, and with an id, their device records are scheduled
 //     on the driver reader, `delivery delay` after each task's end (unless no device task reads
-//     the channel: those records are counted as dropped);
+//     the channel: those records are counted as dropped), with their times as the device clock
+//     reports them (DeviceClock, option early_start_every);
 //  3. a synchronous call waits for its last task to end;
 //  4. while subscribed, the call's API record (DeviceTask::apiName) with its host span.
 #pragma once
@@ -20,6 +21,7 @@
 #include "ActivitySwitches.h"
 #include "CorrelationIds.h"
 #include "DeliveryThread.h"
+#include "DeviceClock.h"
 #include "DeviceRecord.h"
 #include "DeviceTimeline.h"
 #include "Environment.h"
@@ -41,6 +43,10 @@ struct DeviceTask {
   uint32_t count;
   const char* apiName;  // the API record written after the launch
   bool hostWaits;       // synchronous call: returns once its last task has ended
+  // Runtime calls the launching thread makes around the launch (option api_records_per_launch):
+  // API records written before it (carrying the previous id) and after it (sharing the new one).
+  uint32_t callsBefore;
+  uint32_t callsAfter;
 };
 
 struct LaunchContext {
@@ -51,6 +57,7 @@ struct LaunchContext {
   const Subscriber& subscriber;
   const ExternalCorrelation& externalCorrelation;
   DeviceTimeline& timeline;
+  const DeviceClock& deviceClock;
   CorrelationIds& ids;
   HostRecords& hostRecords;
   DeliveryThread& delivery;
@@ -68,6 +75,10 @@ class TaskLauncher {
  private:
   // Whether a device task reads the channel the records of `kind` travel on.
   bool deviceReports(int kind) const;
+  // Reported start and end of `slot` (device clock, early starts).
+  void reportTiming(DeviceRecord& record, const TaskSlot& slot) const;
+  // `count` runtime-call API records from `names` (cycled), each a call of its own.
+  void writeRuntimeCalls(const char* const* names, size_t nameCount, uint32_t count);
 
   LaunchContext ctx_;
 };

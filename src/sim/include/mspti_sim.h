@@ -127,6 +127,45 @@ uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
 //                          Enable, Unsubscribe stops them and Subscribe does not restart them
 //                          (mspti.md 5.6), so Enable-then-Subscribe yields ids, external and API
 //                          records but no kernel records (counted as dropped); 0: lenient (1)
+// Harsh modes (behaviour some MSPTI builds or setups have; every default keeps it off):
+//   "api_clock"            0: API record host times are CLOCK_REALTIME ns since the epoch; 1: raw
+//                          CLOCK_MONOTONIC_RAW ns, as MSPTI builds without the host oscillator
+//                          frequency reported (mspti.md 4, fixes 990582b/7722b61). API records
+//                          only; device records and markers keep epoch ns (0)
+//   "device_clock_offset_ns"  int64 ns, may be negative (|v| <= 1 h), and
+//   "device_clock_drift_ppm"  int64 ppm (|v| <= 100000): start/end of KERNEL, COMMUNICATION, MEMCPY
+//                          and MEMSET records are reported as
+//                          true + offset + drift_ppm * (true - t0) / 1e6, t0 = when the library
+//                          was loaded (MSPTI converts the device syscnt against a base pair its sync
+//                          thread refreshes every 7 s, mspti.md 4). The timeline stays on true time:
+//                          when tasks run, what msptiSimSynchronize and msptiSimStreamTail give,
+//                          what Disable's pull counts as ended (0, 0)
+//   "early_start_every"    N > 0: the Nth, 2Nth, ... task placed on each (device, stream) (counted
+//                          from the first task on that stream since load, every task kind) is
+//                          reported starting early_start_ns before its true start, so on a busy
+//                          stream it overlaps the previous record (0)
+//   "early_start_ns"       how early, ns (1000)
+//   "deliver_after_unsubscribe"  1: Unsubscribe does NOT discard the device records in flight;
+//                          they are delivered later into whatever callbacks are registered then,
+//                          i.e. into the next session (an MSPTI that keeps delivering after
+//                          Unsubscribe). Records due while their kind is disabled still follow
+//                          drop_after_disable (0)
+//   "kernels_need_preload" 1: without libmspti in LD_PRELOAD (read at load) no device is known, so
+//                          no KERNEL or COMMUNICATION record is ever produced (counted as dropped);
+//                          ids, external and API records still are: CANN before 9.1 delivers kernels
+//                          only with a process-start preload (mspti.md 5.5, TA) (0 in every build)
+//   "destroy_at_exit"      1: when static destruction reaches the simulator at process exit, it
+//                          marks itself torn down (as MSPTI's singletons die then); every MSPTI
+//                          entry point called afterwards prints "libmspti_sim: <function> called
+//                          after the library was torn down at process exit" to stderr and aborts,
+//                          and device records due afterwards are dropped (0)
+//   "api_records_per_launch"  N (0..64): each kernel launch also writes N runtime API records on the
+//                          launching thread: ceil(N/2) BEFORE the launch record, carrying the
+//                          thread's then-current (previous launch's) id, named in turn
+//                          ContextGetCurrent, KernelArgsInit, KernelArgsApendPlaceHolder,
+//                          KernelArgsFinalize; floor(N/2) after it, sharing the new id, named in
+//                          turn CacheLastTaskOpInfo, StreamSynchronize (RUNTIME-level API names of
+//                          the CANN runtime's profiling table, which also holds LaunchKernelV2) (0)
 //   The default of "disable_pulls" is 1 only in the 26.1 build (libmspti_sim.so); the older
 //   generations' builds (msptiSimGeneration) default to 0, as their Disable pulled nothing.
 // Fault injection (none of these is real MSPTI behaviour; each is a fault the plugin must survive):
@@ -134,17 +173,30 @@ uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
 //                          std::runtime_error before doing anything, as the real C API can when a
 //                          CANN dependency is missing (mspti.md 2, 6 item 7) (0)
 //   "reorder_external"     where a launch's EXTERNAL_CORRELATION records go: 0 at launch, before
-//                          the kernel (real); 1 right after its first KERNEL record; 2 in a later
-//                          buffer than that KERNEL record (the current buffer is retired first) (0)
+//                          the device record (real); 1 right after its first device record; 2 in a
+//                          later buffer than that record (the current buffer is retired first) (0)
 //   "duplicate_kernel_records"  1: every KERNEL record is written twice (0)
 //   "bad_timing_every"     N > 0: every Nth KERNEL record written has zero timing (start = end = 0)
 //                          or, alternating, inverted timing (end < start) (0)
 //   "unknown_kind_every"   N > 0: a 56-byte record of kind 99 (unknown to every MSPTI) is written
 //                          just before every Nth KERNEL record (0)
-//   "never_deliver"        1: kernels run on the timeline but their KERNEL records are never
-//                          written (counted as dropped); API/external records still are (0)
+//   "never_deliver"        1: tasks run on the timeline but their device records (KERNEL,
+//                          COMMUNICATION, MEMCPY, MEMSET) are never written (counted as dropped);
+//                          API/external records still are (0)
 // Returns 0 on success, -1 for an unknown key or an out-of-range value.
 int msptiSimSetOption(const char* key, int64_t value);
+
+// Fault injection: a buffer another tool requested is completed into the currently registered
+// complete callback (MSPTI keeps one callback pair per process, mspti.md 2.3). The simulator
+// allocates the buffer itself (8-aligned, size = valid bytes + 256) and fills it with `kernels`
+// valid KERNEL records (fresh correlation ids from the shared counter that become no thread's
+// current id, name "ForeignKernel", type "KERNEL_AICORE", ended just before now, physical id of
+// logical device 0, stream 1), then calls complete(buffer, size, validSize) on a new thread
+// (on_new_thread != 0; joined before returning) or on the caller's thread. The buffer stays the
+// simulator's: after the callback it checks a canary behind the buffer (a write into it aborts
+// with a message; a callback that freed it is caught as a use-after-free / double free by ASan)
+// and frees it. Returns 0, or -1 when no callbacks were ever registered.
+int msptiSimCompleteForeignBuffer(uint32_t kernels, int on_new_thread);
 // Returns the value, or INT64_MIN for an unknown key.
 int64_t msptiSimGetOption(const char* key);
 

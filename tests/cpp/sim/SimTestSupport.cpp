@@ -55,6 +55,7 @@ SimApi load() {
   resolve(api.handle, "msptiSimMemset", api.memset);
   resolve(api.handle, "msptiSimRuntimeCall", api.runtimeCall);
   resolve(api.handle, "msptiSimGetCounter", api.getCounter);
+  resolve(api.handle, "msptiSimCompleteForeignBuffer", api.completeForeignBuffer);
   return api;
 }
 
@@ -181,6 +182,7 @@ void BufferCollector::onRequest(uint8_t** buffer, size_t* size, size_t* maxNumRe
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
   std::memset(*buffer, 0xAB, bytes);  // poison: stale bytes must never be read as records
   *size = self.bufferSize_;
+  self.handedOut_.insert(*buffer);
 }
 
 void BufferCollector::onComplete(uint8_t* buffer, size_t size, size_t validSize) {
@@ -194,11 +196,14 @@ void BufferCollector::onComplete(uint8_t* buffer, size_t size, size_t validSize)
   }
   delivered.tid = currentTid();
   delivered.timeNs = nowNs();
-  std::free(buffer);
   std::function<void(const DeliveredBuffer&)> hook;
   {
     std::lock_guard<std::mutex> lock(self.mutex_);
     hook = self.hook_;
+    delivered.foreign = buffer != nullptr && self.handedOut_.erase(buffer) == 0;
+  }
+  if (!delivered.foreign) {
+    std::free(buffer);
   }
   if (hook) {
     hook(delivered);

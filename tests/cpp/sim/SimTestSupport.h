@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@ struct SimApi {
   decltype(&msptiSimMemset) memset;
   decltype(&msptiSimRuntimeCall) runtimeCall;
   decltype(&msptiSimGetCounter) getCounter;
+  decltype(&msptiSimCompleteForeignBuffer) completeForeignBuffer;
 
   void* handle;
   static const SimApi& get();
@@ -64,6 +66,7 @@ struct DeliveredBuffer {
   std::vector<uint8_t> bytes;  // copy of [0, validSize)
   pid_t tid = 0;               // thread that ran the complete callback
   uint64_t timeNs = 0;
+  bool foreign = false;  // not a buffer this collector handed out (never freed by it)
 };
 
 struct RequestEvent {
@@ -72,7 +75,7 @@ struct RequestEvent {
 };
 
 // Behind the request/complete callbacks. The buffers it hands out are 8-aligned and freed after
-// their bytes are copied.
+// their bytes are copied; a completed buffer it did not hand out is copied but never freed.
 class BufferCollector {
  public:
   static BufferCollector& get();
@@ -100,6 +103,7 @@ class BufferCollector {
   std::function<void(const DeliveredBuffer&)> hook_;
   std::vector<DeliveredBuffer> delivered_;
   std::vector<RequestEvent> requests_;
+  std::set<uint8_t*> handedOut_;
 };
 
 // Plain copies of the packed records (packed fields cannot bind to gtest's references).
