@@ -93,6 +93,10 @@ TORCH_MSPTI_SIM_EXPORT int msptiSimSynchronize(int32_t device) {
   return 0;
 }
 
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimDeviceTail(int32_t device) {
+  return sim::Simulator::instance().timeline().deviceTail(device);
+}
+
 TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream) {
   return sim::Simulator::instance().timeline().streamTail(device, stream);
 }

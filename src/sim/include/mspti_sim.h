@@ -107,6 +107,10 @@ void msptiSimRuntimeCall(const char* name, uint64_t host_ns);
 // with wall-clock time, i.e. every task launched so far has ended. Returns 0.
 int msptiSimSynchronize(int32_t device);
 
+// End time (ns since the epoch, true device time) of the last task on any stream of `device`
+// (of every device when device < 0); 0 when none. msptiSimSynchronize sleeps until this instant.
+uint64_t msptiSimDeviceTail(int32_t device);
+
 // End time (ns since the epoch, true device time) of the last task (kernel, collective, copy,
 // memset) on (device, stream); 0 when none.
 uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
