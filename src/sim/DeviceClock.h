@@ -25,6 +25,9 @@ class DeviceClock {
   uint64_t report(uint64_t trueNs) const {
     const __int128 offset = options_.get(Option::kDeviceClockOffsetNs);
     const __int128 drift = options_.get(Option::kDeviceClockDriftPpm);
+    if (offset == 0 && drift == 0) {
+      return trueNs;  // the default: no 128-bit arithmetic on the launch path
+    }
     const __int128 elapsed = static_cast<__int128>(trueNs) - static_cast<__int128>(loadNs_);
     const __int128 reported = static_cast<__int128>(trueNs) + offset + drift * elapsed / 1000000;
     return reported < 0                                   ? 0

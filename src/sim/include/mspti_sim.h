@@ -2,13 +2,15 @@
 //
 // The simulator exports the real MSPTI C ABI (third_party/mspti/include/mspti/*.h) with the real
 // library's behaviour and quirks (shared/docs/mspti.md section 11), and in addition these
-// msptiSim* functions, through which host code plays the part of the CANN runtime and the device:
-// it launches kernels, advances a simulated device timeline that runs in real (wall-clock) time,
-// and tunes delivery latency and faults. Nothing in the plugin core calls these functions; tests,
-// the simulated NPU device and benchmarks do (ctypes or dlsym on the same loaded library).
+// msptiSim* functions, through which host code plays the part of the CANN runtime, HCCL, the ACL
+// memory API and the device: it launches kernels and collectives, issues copies, memsets and
+// other runtime calls, advances a simulated device timeline that runs in real (wall-clock) time,
+// and tunes delivery latency, harsh modes and faults. Nothing in the plugin core calls these
+// functions; tests, the simulated NPU device, the simulated hccl backend and benchmarks do
+// (ctypes or dlsym on the same loaded library). src/sim/README.md tabulates the behaviour.
 //
-// Units: times are ns (since the Unix epoch, CLOCK_REALTIME, where a time point is meant).
-// Thread-safety: every function may be called from any thread at any time.
+// Units: times are ns (since the Unix epoch, CLOCK_REALTIME, where a time point is meant), sizes
+// bytes. Thread-safety: every function may be called from any thread at any time. None throws.
 #pragma once
 
 #include <stddef.h>
