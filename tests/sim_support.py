@@ -51,19 +51,35 @@ def require_simulator() -> None:
         pytest.skip(f"simulated NPU not available ({why})")
 
 
-def run_child(code: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
+def run_child(code: str, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter; ``env`` entries are added to this process's environment."""
+    child_env = dict(os.environ)
+    child_env.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
+    child_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=child_env)
 
 
-def run_checks(source: str, enable: dict[str, Any] | None, timeout: float = 240, real: bool = False) -> dict[str, Any]:
+def simulator_library_path() -> str:
+    """Path of the MSPTI simulator torch_mspti.sim.enable() binds (as a child process sees it)."""
+    code = "import torch_mspti.sim as s\nprint(s.simulator_library())\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def run_checks(
+    source: str,
+    enable: dict[str, Any] | None,
+    timeout: float = 240,
+    real: bool = False,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Run every ``check_<name>()`` defined in ``source`` in one child process.
 
     ``enable``: keyword arguments for torch_mspti.sim.enable() run first (None: not enabled).
     ``real``: run on a real Ascend NPU instead (imports torch_npu; tests marked ``npu``), with
     torch_npu's task queue off so that launches happen inside their ops and can be linked.
-    Returns {name: {"ok": bool, "value"|"error": ...}}.
+    ``env``: environment entries for the child (e.g. an ``LD_PRELOAD`` that must be there at
+    process start). Returns {name: {"ok": bool, "value"|"error": ...}}.
     """
     source = textwrap.dedent(source)
     names = [
@@ -75,7 +91,7 @@ def run_checks(source: str, enable: dict[str, Any] | None, timeout: float = 240,
     elif enable is not None:
         preamble += f"import torch_mspti.sim as sim\nsim.enable(**{enable!r})\n"
     code = preamble + source + f"\nCHECKS = {names!r}\n" + _RUNNER
-    proc = run_child(code, timeout=timeout)
+    proc = run_child(code, timeout=timeout, env=env)
     for line in proc.stdout.splitlines():
         if line.startswith(_MARK):
             return json.loads(line[len(_MARK) :])

@@ -166,6 +166,58 @@ def test_library_exports_exactly_its_generations_symbols(generation):
     assert mspti == SYMBOLS[generation], mspti ^ SYMBOLS[generation]
     assert all(n.startswith("mspti") for n in names if not n.startswith("_")), names
     assert "msptiSimLaunchKernel" in names and "msptiSimGeneration" in names
+    assert CONTROL_API <= names, CONTROL_API - names
+
+
+CONTROL_API = {
+    "msptiSimLaunchCommunication",
+    "msptiSimMemcpy",
+    "msptiSimMemset",
+    "msptiSimRuntimeCall",
+    "msptiSimCompleteForeignBuffer",
+    "msptiSimGetCounter",
+    "msptiSimDeviceTail",
+}
+
+# Which records a generation's library produces for a collective and a copy: a kind it does not
+# know cannot be enabled, so nothing is minted (the collective and the copy still run).
+_PRODUCER_PROBE = r"""
+import ctypes, json, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.msptiSimLaunchCommunication.restype = ctypes.c_uint64
+lib.msptiSimLaunchCommunication.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_uint32, ctypes.c_uint64,
+                                            ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_char_p]
+lib.msptiSimMemcpy.restype = ctypes.c_uint64
+lib.msptiSimMemcpy.argtypes = [ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
+                               ctypes.c_uint64, ctypes.c_uint8]
+lib.msptiSimDeviceTail.restype = ctypes.c_uint64
+lib.msptiSimDeviceTail.argtypes = [ctypes.c_int32]
+handle = ctypes.c_void_p()
+assert lib.msptiSubscribe(ctypes.byref(handle), None, None) == 0
+out = {"enable_communication": lib.msptiActivityEnable(9), "enable_memcpy": lib.msptiActivityEnable(7)}
+out["communication_id"] = lib.msptiSimLaunchCommunication(b"allreduce", b"RING", b"g", 4, 8, 0, 6, 1000, None)
+out["memcpy_id"] = lib.msptiSimMemcpy(2, 64, 0, 7, 1000, 1)
+out["ran"] = lib.msptiSimDeviceTail(0) > 0
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_collectives_and_copies_mint_only_where_the_generation_has_their_kind(generation):
+    path = _library(generation)
+    env = {k: v for k, v in __import__("os").environ.items() if k != "LD_PRELOAD"}
+    env["LD_PRELOAD"] = f"/nonexistent/{Path(path).name}"  # the copy hook needs the preload
+    proc = subprocess.run(
+        [sys.executable, "-c", _PRODUCER_PROBE, path], capture_output=True, text=True, env=env, timeout=60, check=True
+    )
+    out = json.loads(proc.stdout.splitlines()[-1])
+    has_communication = NUMBER[generation] >= 82
+    has_memcpy = NUMBER[generation] >= 81
+    assert out["enable_communication"] == (0 if has_communication else 1), out
+    assert out["enable_memcpy"] == (0 if has_memcpy else 1), out
+    assert (out["communication_id"] > 0) is has_communication, out
+    assert (out["memcpy_id"] > 0) is has_memcpy, out
+    assert out["ran"], out
 
 
 _ENABLE_PROBE = r"""

@@ -1,6 +1,7 @@
 #include "ActivityBuffers.h"
 
 #include <cstring>
+#include <thread>
 
 #include "CallbackContext.h"
 
@@ -93,6 +94,18 @@ msptiResult ActivityBuffers::flushAll() {
   }
   dispatcher_.waitForWorkers();
   return MSPTI_SUCCESS;
+}
+
+bool ActivityBuffers::completeForeign(const ActivityBuffer& buffer, bool onNewThread) {
+  if (callbacks_.complete.load(std::memory_order_acquire) == nullptr) {
+    return false;
+  }
+  if (onNewThread) {
+    std::thread([&] { dispatcher_.deliver(buffer, CallbackContext::kCompleteWorker); }).join();
+  } else {
+    dispatcher_.deliver(buffer, CallbackContext::kCompleteUnlocked);
+  }
+  return true;
 }
 
 msptiResult ActivityBuffers::flushPeriod(uint32_t periodMs) {

@@ -40,6 +40,10 @@ class ActivityBuffers {
   void retireCurrent();
   msptiResult flushAll();
   msptiResult flushPeriod(uint32_t periodMs);
+  // Calls the registered complete callback with a buffer the simulator owns (another tool's
+  // buffer, msptiSimCompleteForeignBuffer), on a new thread (joined) or on the caller's. False
+  // when no callbacks were ever registered.
+  bool completeForeign(const ActivityBuffer& buffer, bool onNewThread);
 
  private:
   bool needsNewBufferLocked() const;

@@ -36,15 +36,35 @@ class ActivitySwitches {
     return isValidKind(kind) && switches_[static_cast<size_t>(kind)].load(std::memory_order_acquire);
   }
 
-  // Whether the KERNEL device tasks (driver channel readers) run. MSPTI starts them when KERNEL
-  // is enabled on a subscribed process and Unsubscribe stops them; Subscribe alone does not
-  // restart them, so enabling before subscribing collects no kernel (mspti.md 2.3, 5.6).
-  void setKernelTasksRunning(bool running) { kernelTasks_.store(running, std::memory_order_release); }
-  bool kernelTasksRunning() const { return kernelTasks_.load(std::memory_order_acquire); }
+  // Whether the device tasks (driver channel readers) of KERNEL or COMMUNICATION run. MSPTI starts
+  // them when that kind is enabled on a subscribed process, Disable stops that kind's and
+  // Unsubscribe stops all; Subscribe alone does not restart them, so enabling before subscribing
+  // collects no device record (mspti.md 2.3, 5.6). Other kinds have no device tasks (false).
+  void setDeviceTasksRunning(int kind, bool running) {
+    if (std::atomic<bool>* tasks = deviceTasks(kind)) {
+      tasks->store(running, std::memory_order_release);
+    }
+  }
+  void stopAllDeviceTasks() {
+    kernelTasks_.store(false, std::memory_order_release);
+    communicationTasks_.store(false, std::memory_order_release);
+  }
+  bool deviceTasksRunning(int kind) const {
+    return kind == MSPTI_ACTIVITY_KIND_KERNEL          ? kernelTasks_.load(std::memory_order_acquire)
+           : kind == MSPTI_ACTIVITY_KIND_COMMUNICATION ? communicationTasks_.load(std::memory_order_acquire)
+                                                       : false;
+  }
 
  private:
   std::array<std::atomic<bool>, MSPTI_ACTIVITY_KIND_COUNT> switches_{};
+  std::atomic<bool>* deviceTasks(int kind) {
+    return kind == MSPTI_ACTIVITY_KIND_KERNEL          ? &kernelTasks_
+           : kind == MSPTI_ACTIVITY_KIND_COMMUNICATION ? &communicationTasks_
+                                                       : nullptr;
+  }
+
   std::atomic<bool> kernelTasks_{false};
+  std::atomic<bool> communicationTasks_{false};
 };
 
 }  // namespace torch_mspti::sim

@@ -8,14 +8,14 @@
 
 namespace torch_mspti::sim {
 
-void DeliveryThread::schedule(std::vector<PendingKernel> kernels) {
-  if (kernels.empty()) {
+void DeliveryThread::schedule(std::vector<PendingRecord> records) {
+  if (records.empty()) {
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  for (PendingKernel& kernel : kernels) {
-    kernel.sequence = nextSequence_++;
-    queue_.push(kernel);
+  for (PendingRecord& record : records) {
+    record.sequence = nextSequence_++;
+    queue_.push(record);
   }
   if (!started_) {
     // One reader for the whole process, never stopped: it sleeps on wake_ when idle, so a
@@ -26,27 +26,28 @@ void DeliveryThread::schedule(std::vector<PendingKernel> kernels) {
   wake_.notify_all();
 }
 
-size_t DeliveryThread::pullEnded(uint64_t nowNs) {
-  std::vector<PendingKernel> ended;
-  std::vector<PendingKernel> rest;
+size_t DeliveryThread::pullEnded(uint64_t nowNs, uint32_t kindMask) {
+  std::vector<PendingRecord> ended;
+  std::vector<PendingRecord> rest;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     // A batch the reader already took must land first, or it could be judged after the switch
     // is cleared.
     wake_.wait(lock, [&] { return !writing_; });
     while (!queue_.empty()) {
-      const PendingKernel& top = queue_.top();
-      (top.record.end <= nowNs ? ended : rest).push_back(top);
+      const PendingRecord& top = queue_.top();
+      const bool pulled = (kindMask & (1U << kindOf(top.record))) != 0 && top.endNs <= nowNs;
+      (pulled ? ended : rest).push_back(top);
       queue_.pop();
     }
-    for (PendingKernel& kernel : rest) {
-      queue_.push(kernel);
+    for (PendingRecord& record : rest) {
+      queue_.push(record);
     }
     writing_ = !ended.empty();
     inHand_.fetch_add(ended.size());
   }
-  for (const PendingKernel& kernel : ended) {
-    sink_(kernel);
+  for (const PendingRecord& record : ended) {
+    sink_(record);
     inHand_.fetch_sub(1);
   }
   if (!ended.empty()) {
@@ -85,7 +86,7 @@ void DeliveryThread::run() {
       wake_.wait_until(lock, steadyDeadlineFor(due));
       continue;
     }
-    std::vector<PendingKernel> batch;
+    std::vector<PendingRecord> batch;
     while (!queue_.empty() && queue_.top().dueNs <= now) {
       batch.push_back(queue_.top());
       queue_.pop();
@@ -93,8 +94,8 @@ void DeliveryThread::run() {
     writing_ = true;
     inHand_.fetch_add(batch.size());
     lock.unlock();
-    for (const PendingKernel& kernel : batch) {
-      sink_(kernel);
+    for (const PendingRecord& record : batch) {
+      sink_(record);
       inHand_.fetch_sub(1);
     }
     lock.lock();

@@ -1,8 +1,9 @@
-// The "driver channel reader": writes each KERNEL record once the device has reported it.
+// The "driver channel reader": writes each device record (KERNEL, COMMUNICATION, MEMCPY, MEMSET)
+// once the device has reported it.
 //
 // Real path (mspti.md 5.3): driver channel (STARS SOC log) -> channel poll thread -> reader ->
-// parser -> Record() into the current buffer, about 200 ms after the kernel ran. Here one thread
-// holds the scheduled records ordered by due time (kernel end + delivery delay) and hands each to
+// parser -> Record() into the current buffer, about 200 ms after the task ran. Here one thread
+// holds the scheduled records ordered by due time (task end + delivery delay) and hands each to
 // a sink once the wall clock reaches it. The sink runs on this thread, so the request callback is
 // called from a non-launch thread, as with the real reader.
 #pragma once
@@ -16,18 +17,19 @@
 #include <queue>
 #include <vector>
 
-#include "mspti/mspti_activity.h"
+#include "DeviceRecord.h"
 
 namespace torch_mspti::sim {
 
-struct PendingKernel {
+struct PendingRecord {
   static constexpr int kMaxExternals = 4;  // CUSTOM0..CUSTOM2 and UNKNOWN
   uint64_t dueNs;                          // CLOCK_REALTIME instant at which the record reaches the parser
   uint64_t sequence;                       // FIFO among equal due times
-  uint64_t epoch;                          // subscription epoch the kernel was launched in
-  msptiActivityKernel record;
+  uint64_t epoch;                          // subscription epoch the task was launched in
+  uint64_t endNs;                          // true end of the task on the device timeline (CLOCK_REALTIME)
+  DeviceRecord record;                     // as it will be reported (device clock applied)
   // Fault injection (option reorder_external): external records held back to be written with
-  // this kernel's record instead of at launch.
+  // this record instead of at launch.
   int externalCount = 0;
   uint32_t externalKinds[kMaxExternals] = {};
   uint64_t externalIds[kMaxExternals] = {};
@@ -36,17 +38,18 @@ struct PendingKernel {
 class DeliveryThread {
  public:
   // Called without any DeliveryThread lock held; decides whether to write or drop.
-  using Sink = std::function<void(const PendingKernel&)>;
+  using Sink = std::function<void(const PendingRecord&)>;
 
   explicit DeliveryThread(Sink sink) : sink_(std::move(sink)) {}
   DeliveryThread(const DeliveryThread&) = delete;
   DeliveryThread& operator=(const DeliveryThread&) = delete;
 
   // Schedules records; starts the reader thread on first use (it then lives until exit).
-  void schedule(std::vector<PendingKernel> kernels);
-  // Driver flush: hands every record whose kernel ended at or before `nowNs` to the sink on the
-  // calling thread, after any batch the reader is writing. Returns how many were handed over.
-  size_t pullEnded(uint64_t nowNs);
+  void schedule(std::vector<PendingRecord> records);
+  // Driver flush: hands every record of a kind in `kindMask` (bit 1 << kind) whose task ended
+  // (true time) at or before `nowNs` to the sink on the calling thread, after any batch the reader
+  // is writing. Returns how many were handed over.
+  size_t pullEnded(uint64_t nowNs, uint32_t kindMask);
   // Device tasks stopped: forgets every scheduled record. Returns how many were forgotten.
   size_t discardAll();
   // Scheduled records not written or dropped yet (including a batch being written).
@@ -54,7 +57,7 @@ class DeliveryThread {
 
  private:
   struct LaterFirst {
-    bool operator()(const PendingKernel& a, const PendingKernel& b) const {
+    bool operator()(const PendingRecord& a, const PendingRecord& b) const {
       return a.dueNs != b.dueNs ? a.dueNs > b.dueNs : a.sequence > b.sequence;
     }
   };
@@ -64,7 +67,7 @@ class DeliveryThread {
   const Sink sink_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;  // new earlier record, or a batch finished
-  std::priority_queue<PendingKernel, std::vector<PendingKernel>, LaterFirst> queue_;
+  std::priority_queue<PendingRecord, std::vector<PendingRecord>, LaterFirst> queue_;
   uint64_t nextSequence_ = 0;
   bool started_ = false;
   bool writing_ = false;  // the reader is handing a batch to the sink, outside mutex_

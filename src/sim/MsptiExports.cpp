@@ -10,6 +10,7 @@
 #include "Generation.h"
 #include "RecordSizes.h"
 #include "Simulator.h"
+#include "Teardown.h"
 #include "mspti/mspti.h"
 #include "mspti_sim.h"
 
@@ -46,44 +47,66 @@ int32_t rawValue(const Enum& value) {
   return raw;
 }
 
+// Option destroy_at_exit: marks the library torn down when static destruction reaches this
+// object. It is built when the library is loaded, so the static objects of anything loaded before
+// (a plugin that dlopens MSPTI later) are destroyed after it, and their MSPTI calls abort, as they
+// would touch the real library's destroyed singletons.
+struct TeardownAtExit {
+  TeardownAtExit() = default;
+  TeardownAtExit(const TeardownAtExit&) = delete;
+  TeardownAtExit& operator=(const TeardownAtExit&) = delete;
+  ~TeardownAtExit() {
+    if (sim::Simulator::instance().options().flag(sim::Option::kDestroyAtExit)) {
+      sim::markTornDown();
+    }
+  }
+} gTeardownAtExit;
+
 }  // namespace
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiSubscribe(msptiSubscriberHandle* subscriber, msptiCallbackFunc callback,
                                                   void* userdata) {
+  sim::checkNotTornDown("msptiSubscribe");
   throwIfInjected(MSPTI_SIM_THROW_SUBSCRIBE, "msptiSubscribe");
   return guarded([&] { return sim::Simulator::instance().subscribe(subscriber, callback, userdata); });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiUnsubscribe(msptiSubscriberHandle subscriber) {
+  sim::checkNotTornDown("msptiUnsubscribe");
   throwIfInjected(MSPTI_SIM_THROW_UNSUBSCRIBE, "msptiUnsubscribe");
   return guarded([&] { return sim::Simulator::instance().unsubscribe(subscriber); });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityRegisterCallbacks(
     msptiBuffersCallbackRequestFunc funcBufferRequested, msptiBuffersCallbackCompleteFunc funcBufferCompleted) {
+  sim::checkNotTornDown("msptiActivityRegisterCallbacks");
   throwIfInjected(MSPTI_SIM_THROW_REGISTER_CALLBACKS, "msptiActivityRegisterCallbacks");
   return guarded(
       [&] { return sim::Simulator::instance().buffers().registerCallbacks(funcBufferRequested, funcBufferCompleted); });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityEnable(msptiActivityKind kind) {
+  sim::checkNotTornDown("msptiActivityEnable");
   throwIfInjected(MSPTI_SIM_THROW_ENABLE, "msptiActivityEnable");
   return guarded([&] { return sim::Simulator::instance().enable(rawValue(kind)); });
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityDisable(msptiActivityKind kind) {
+  sim::checkNotTornDown("msptiActivityDisable");
   throwIfInjected(MSPTI_SIM_THROW_DISABLE, "msptiActivityDisable");
   return guarded([&] { return sim::Simulator::instance().disable(rawValue(kind)); });
 }
 
 #if TORCH_MSPTI_SIM_HAS_IS_ENABLED
 TORCH_MSPTI_SIM_EXPORT bool msptiActivityIsEnabled(msptiActivityKind kind) {
+  sim::checkNotTornDown("msptiActivityIsEnabled");
   return sim::Simulator::instance().isEnabled(rawValue(kind));
 }
 #endif
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityGetNextRecord(uint8_t* buffer, size_t validBufferSizeBytes,
                                                               msptiActivity** record) {
+  sim::checkNotTornDown("msptiActivityGetNextRecord");
   // MSPTI's cursor is a function-static thread_local; `*record` is never read. The cursor is
   // reset only when the end is reported, so a buffer left half-walked poisons the thread's next
   // buffer, and an unknown kind leaves it stale (mspti.md 2.3, 6 item 2).
@@ -107,6 +130,7 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityGetNextRecord(uint8_t* buffer, s
 }
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityFlushAll(uint32_t flag) {
+  sim::checkNotTornDown("msptiActivityFlushAll");
   (void)flag;  // ignored by MSPTI (mspti.md 2.3)
   throwIfInjected(MSPTI_SIM_THROW_FLUSH_ALL, "msptiActivityFlushAll");
   return guarded([&] { return sim::Simulator::instance().buffers().flushAll(); });
@@ -114,6 +138,7 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityFlushAll(uint32_t flag) {
 
 #if TORCH_MSPTI_SIM_HAS_FLUSH_PERIOD
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityFlushPeriod(uint32_t time) {
+  sim::checkNotTornDown("msptiActivityFlushPeriod");
   return guarded([&] { return sim::Simulator::instance().buffers().flushPeriod(time); });
 }
 #endif
@@ -121,6 +146,7 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityFlushPeriod(uint32_t time) {
 #if TORCH_MSPTI_SIM_HAS_EXTERNAL_CORRELATION
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPushExternalCorrelationId(msptiExternalCorrelationKind kind,
                                                                           uint64_t id) {
+  sim::checkNotTornDown("msptiActivityPushExternalCorrelationId");
   throwIfInjected(MSPTI_SIM_THROW_PUSH, "msptiActivityPushExternalCorrelationId");
   return guarded(
       [&] { return sim::Simulator::instance().pushExternalCorrelationId(static_cast<uint32_t>(rawValue(kind)), id); });
@@ -128,6 +154,7 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPushExternalCorrelationId(msptiE
 
 TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityPopExternalCorrelationId(msptiExternalCorrelationKind kind,
                                                                          uint64_t* lastId) {
+  sim::checkNotTornDown("msptiActivityPopExternalCorrelationId");
   throwIfInjected(MSPTI_SIM_THROW_POP, "msptiActivityPopExternalCorrelationId");
   return guarded([&] {
     return sim::Simulator::instance().popExternalCorrelationId(static_cast<uint32_t>(rawValue(kind)), lastId);

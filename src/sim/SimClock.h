@@ -1,7 +1,8 @@
 // Clock helpers shared by the simulator's threads.
 //
 // Every time the simulator hands out is CLOCK_REALTIME ns since the Unix epoch, the base MSPTI
-// uses for host and device records (mspti.md 4). Waits on condition variables use steady_clock
+// uses for host and device records (mspti.md 4), unless a harsh mode says otherwise (api_clock,
+// DeviceClock). Waits on condition variables use steady_clock
 // deadlines derived from a CLOCK_REALTIME target, so no thread ever spins.
 #pragma once
 
@@ -17,6 +18,14 @@ constexpr uint64_t kNsPerSecond = 1000000000ULL;
 inline uint64_t realtimeNs() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * kNsPerSecond + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// CLOCK_MONOTONIC_RAW ns: what some MSPTI builds put into API records instead of epoch ns when
+// the host oscillator frequency was unavailable (mspti.md 4, fixes 990582b, 7722b61).
+inline uint64_t monotonicRawNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * kNsPerSecond + static_cast<uint64_t>(ts.tv_nsec);
 }
 

@@ -17,24 +17,72 @@ namespace {
 // is started here: dlopen must stay cheap and never wait on anything.
 [[maybe_unused]] const bool kBuiltAtLoad = (sim::Simulator::instance(), true);
 
-}  // namespace
-
-TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimLaunchKernel(const char* name, const char* type, uint32_t device,
-                                                     uint32_t stream, uint64_t duration_ns) {
+// The control API is C: nothing may throw across it (an allocation failure answers 0).
+template <typename Fn>
+uint64_t noThrow(Fn&& fn) {
   try {
-    return sim::Simulator::instance().launcher().launch(name, type, device, stream, duration_ns, 1);
+    return fn();
   } catch (...) {
     return 0;
   }
 }
 
+}  // namespace
+
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimLaunchKernel(const char* name, const char* type, uint32_t device,
+                                                     uint32_t stream, uint64_t duration_ns) {
+  return noThrow(
+      [&] { return sim::Simulator::instance().runtime().launchKernels(name, type, device, stream, duration_ns, 1); });
+}
+
 TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimLaunchKernels(const char* name, const char* type, uint32_t device,
                                                       uint32_t stream, uint64_t duration_ns, uint32_t count) {
+  return noThrow([&] {
+    return sim::Simulator::instance().runtime().launchKernels(name, type, device, stream, duration_ns, count);
+  });
+}
+
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimLaunchCommunication(const char* name, const char* algType, const char* commName,
+                                                            uint32_t dataType, uint64_t count, uint32_t device,
+                                                            uint32_t stream, uint64_t duration_ns,
+                                                            const char* api_name) {
+  return noThrow([&] {
+    return sim::Simulator::instance().runtime().launchCommunication(name, algType, commName, dataType, count, device,
+                                                                    stream, duration_ns, api_name);
+  });
+}
+
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimMemcpy(uint32_t copyKind, uint64_t bytes, uint32_t device, uint32_t stream,
+                                               uint64_t duration_ns, uint8_t isAsync) {
+  return noThrow([&] {
+    return sim::Simulator::instance().runtime().memcpy(copyKind, bytes, device, stream, duration_ns, isAsync != 0);
+  });
+}
+
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimMemset(uint32_t value, uint64_t bytes, uint32_t device, uint32_t stream,
+                                               uint64_t duration_ns, uint8_t isAsync) {
+  return noThrow([&] {
+    return sim::Simulator::instance().runtime().memset(value, bytes, device, stream, duration_ns, isAsync != 0);
+  });
+}
+
+TORCH_MSPTI_SIM_EXPORT void msptiSimRuntimeCall(const char* name, uint64_t host_ns) {
+  noThrow([&] {
+    sim::Simulator::instance().runtime().runtimeCall(name, host_ns);
+    return uint64_t{0};
+  });
+}
+
+TORCH_MSPTI_SIM_EXPORT int msptiSimCompleteForeignBuffer(uint32_t kernels, int on_new_thread) {
   try {
-    return sim::Simulator::instance().launcher().launch(name, type, device, stream, duration_ns, count);
+    return sim::Simulator::instance().completeForeignBuffer(kernels, on_new_thread != 0);
   } catch (...) {
-    return 0;
+    return -1;
   }
+}
+
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimGetCounter(const char* name) {
+  return sim::Simulator::instance().counter(name);
 }
 
 TORCH_MSPTI_SIM_EXPORT int msptiSimSynchronize(int32_t device) {
@@ -43,6 +91,10 @@ TORCH_MSPTI_SIM_EXPORT int msptiSimSynchronize(int32_t device) {
     sim::sleepUntilRealtimeNs(tail);
   }
   return 0;
+}
+
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimDeviceTail(int32_t device) {
+  return sim::Simulator::instance().timeline().deviceTail(device);
 }
 
 TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream) {

@@ -9,7 +9,9 @@ namespace torch_mspti::sim {
 
 namespace {
 
-constexpr int64_t kMaxDurationNs = 600LL * 1000000000LL;  // 10 min: far beyond any sane setting
+constexpr int64_t kMaxDurationNs = 600LL * 1000000000LL;      // 10 min: far beyond any sane setting
+constexpr int64_t kMaxClockOffsetNs = 3600LL * 1000000000LL;  // 1 h either way
+constexpr int64_t kMaxDriftPpm = 100000;                      // 10 %
 
 int findOption(const char* key) {
   if (key == nullptr) {
@@ -37,6 +39,15 @@ const std::array<OptionSpec, static_cast<size_t>(Option::kCount)>& SimOptions::s
       {"per_thread_stacks", 0, 0, 1},
       {"buffer_threshold_pct", 80, 1, 100},
       {"require_enable_after_subscribe", 1, 0, 1},
+      {"api_clock", 0, 0, 1},
+      {"device_clock_offset_ns", 0, -kMaxClockOffsetNs, kMaxClockOffsetNs},
+      {"device_clock_drift_ppm", 0, -kMaxDriftPpm, kMaxDriftPpm},
+      {"early_start_every", 0, 0, 1000000000},
+      {"early_start_ns", 1000, 0, kMaxDurationNs},
+      {"deliver_after_unsubscribe", 0, 0, 1},
+      {"kernels_need_preload", 0, 0, 1},
+      {"destroy_at_exit", 0, 0, 1},
+      {"api_records_per_launch", 0, 0, 64},
       {"throw_in", 0, 0, 0xff},
       {"reorder_external", 0, 0, 2},
       {"duplicate_kernel_records", 0, 0, 1},

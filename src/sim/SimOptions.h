@@ -17,6 +17,16 @@ enum class Option : size_t {
   kPerThreadStacks,       // external-correlation stacks per thread (NOT the real behaviour, 5.4)
   kBufferThresholdPct,    // current buffer is queued once this full (ACTIVITY_BUFFER_THRESHOLD 0.8)
   kEnableAfterSubscribe,  // kernel device tasks start only at Enable(KERNEL) while subscribed (5.6)
+  // Harsh modes: behaviour some MSPTI builds have (mspti.md 4, 5.5, 11), off by default:
+  kApiClock,                 // 1: API records report CLOCK_MONOTONIC_RAW host times
+  kDeviceClockOffsetNs,      // device record times are reported this far off the host clock
+  kDeviceClockDriftPpm,      // ... plus this drift (parts per million since the library was loaded)
+  kEarlyStartEvery,          // every Nth task on a stream is reported starting early (0 = off)
+  kEarlyStartNs,             // ... by this much
+  kDeliverAfterUnsubscribe,  // 1: Unsubscribe keeps records in flight; they land in a later session
+  kKernelsNeedPreload,       // 1: KERNEL/COMMUNICATION records only with libmspti in LD_PRELOAD
+  kDestroyAtExit,            // 1: MSPTI entry points abort once static destruction tore the library down
+  kApiRecordsPerLaunch,      // extra runtime API records around each kernel launch
   // Fault injection (not MSPTI behaviour; the faults a plugin must survive, mspti.md 6, 11):
   kThrowIn,                 // bitmask of entry points that throw a C++ exception (MSPTI_SIM_THROW_*)
   kReorderExternal,         // 1: external record right after its kernel's; 2: in a later buffer

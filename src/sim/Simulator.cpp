@@ -1,6 +1,10 @@
 #include "Simulator.h"
 
+#include <cstring>
+#include <utility>
+
 #include "CallbackContext.h"
+#include "ForeignBuffer.h"
 #include "SimClock.h"
 
 namespace torch_mspti::sim {
@@ -13,8 +17,10 @@ bool flushesChannelOnDisable(int kind) {
          kind == MSPTI_ACTIVITY_KIND_COMMUNICATION;
 }
 
-// KERNEL and COMMUNICATION both read the STARS SOC log channel, where kernel records travel.
+// KERNEL and COMMUNICATION both read the STARS SOC log channel, where kernel and communication
+// records travel: flushing it on Disable of either pulls both kinds.
 bool flushesSocLog(int kind) { return kind == MSPTI_ACTIVITY_KIND_KERNEL || kind == MSPTI_ACTIVITY_KIND_COMMUNICATION; }
+constexpr uint32_t kSocLogKinds = (1U << MSPTI_ACTIVITY_KIND_KERNEL) | (1U << MSPTI_ACTIVITY_KIND_COMMUNICATION);
 
 }  // namespace
 
@@ -26,20 +32,27 @@ Simulator& Simulator::instance() {
 
 Simulator::Simulator()
     : buffers_(options_, counters_),
-      delivery_([this](const PendingKernel& kernel) { launcher_.writeKernelRecord(kernel); }),
+      hostRecords_(
+          HostRecordContext{options_, counters_, switches_, subscriber_, externalCorrelation_, buffers_, names_}),
+      parser_(ParserContext{options_, counters_, switches_, subscriber_, buffers_, hostRecords_}),
+      delivery_([this](const PendingRecord& record) { parser_.write(record); }),
       launcher_(LaunchContext{options_, counters_, environment_, switches_, subscriber_, externalCorrelation_,
-                              timeline_, buffers_, names_, delivery_}) {}
+                              timeline_, deviceClock_, ids_, hostRecords_, delivery_}),
+      runtime_(options_, launcher_, hostRecords_, names_, environment_) {}
 
 msptiResult Simulator::subscribe(msptiSubscriberHandle* handle, msptiCallbackFunc callback, void* userdata) {
   return subscriber_.subscribe(handle, callback, userdata);
 }
 
 msptiResult Simulator::unsubscribe(msptiSubscriberHandle handle) {
-  // Stops the device tasks: records the device has not reported yet are lost. No buffer is
+  // Stops the device tasks: records the device has not reported yet are lost (unless option
+  // deliver_after_unsubscribe keeps them flowing into whatever is registered later). No buffer is
   // delivered; FlushAll is still needed afterwards (mspti.md 2.2, 5.6).
   return subscriber_.unsubscribe(handle, [this] {
-    switches_.setKernelTasksRunning(false);
-    SimCounters::add(counters_.recordsDropped, delivery_.discardAll());
+    switches_.stopAllDeviceTasks();
+    if (!options_.flag(Option::kDeliverAfterUnsubscribe)) {
+      SimCounters::add(counters_.recordsDropped, delivery_.discardAll());
+    }
   });
 }
 
@@ -51,8 +64,8 @@ msptiResult Simulator::enable(int kind) {
     return MSPTI_ERROR_WITHOUT_LD_PRELOAD;
   }
   switches_.set(kind, true);
-  if (kind == MSPTI_ACTIVITY_KIND_KERNEL && subscriber_.active()) {
-    switches_.setKernelTasksRunning(true);
+  if (subscriber_.active()) {
+    switches_.setDeviceTasksRunning(kind, true);  // KERNEL and COMMUNICATION have device tasks
   }
   return MSPTI_SUCCESS;
 }
@@ -67,19 +80,17 @@ msptiResult Simulator::disable(int kind) {
     if (CallbackScope::holdsBufferLock()) {
       abortOnReentry("msptiActivityDisable", "its driver flush records under the buffer mutex MSPTI already holds");
     }
-    // MSPTI 26.1 halProfDataFlush: device data of kernels that have ended is parsed now, on this
-    // thread; kernels still running are not waited for. The flush itself takes up to 20 ms per
+    // MSPTI 26.1 halProfDataFlush: device data of tasks that have ended is parsed now, on this
+    // thread; tasks still running are not waited for. The flush itself takes up to 20 ms per
     // channel (mspti.md 2.3), modelled by driver_flush_ns.
     if (flushesSocLog(kind)) {
-      delivery_.pullEnded(realtimeNs());
+      delivery_.pullEnded(realtimeNs(), kSocLogKinds);
     }
     sleepForNs(static_cast<uint64_t>(options_.get(Option::kDriverFlushNs)));
   }
   // Then the parser stops and the switch is cleared.
   switches_.set(kind, false);
-  if (kind == MSPTI_ACTIVITY_KIND_KERNEL) {
-    switches_.setKernelTasksRunning(false);
-  }
+  switches_.setDeviceTasksRunning(kind, false);
   return MSPTI_SUCCESS;
 }
 
@@ -89,6 +100,10 @@ msptiResult Simulator::pushExternalCorrelationId(uint32_t kind, uint64_t id) {
 
 msptiResult Simulator::popExternalCorrelationId(uint32_t kind, uint64_t* lastId) {
   return externalCorrelation_.pop(kind, lastId, options_.flag(Option::kPerThreadStacks));
+}
+
+int Simulator::completeForeignBuffer(uint32_t kernels, bool onNewThread) {
+  return sim::completeForeignBuffer(buffers_, ids_, names_, environment_, counters_, kernels, onNewThread);
 }
 
 void Simulator::fillStats(msptiSimStats* out) const {
@@ -106,6 +121,38 @@ void Simulator::fillStats(msptiSimStats* out) const {
   out->buffers_declined = get(counters_.buffersDeclined);
   out->buffers_completed = get(counters_.buffersCompleted);
   out->external_stack_depth = externalCorrelation_.globalDepth(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+}
+
+uint64_t Simulator::counter(const char* name) const {
+  if (name == nullptr) {
+    return UINT64_MAX;
+  }
+  msptiSimStats stats{};
+  fillStats(&stats);
+  auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  const std::pair<const char*, uint64_t> all[] = {
+      {"kernels_launched", stats.kernels_launched},
+      {"kernel_records", stats.kernel_records},
+      {"external_records", stats.external_records},
+      {"api_records", stats.api_records},
+      {"records_dropped", stats.records_dropped},
+      {"records_pending", stats.records_pending},
+      {"buffers_requested", stats.buffers_requested},
+      {"buffers_declined", stats.buffers_declined},
+      {"buffers_completed", stats.buffers_completed},
+      {"external_stack_depth", stats.external_stack_depth},
+      {"device_tasks", get(counters_.deviceTasks)},
+      {"communication_records", get(counters_.communicationRecords)},
+      {"memcpy_records", get(counters_.memcpyRecords)},
+      {"memset_records", get(counters_.memsetRecords)},
+      {"foreign_buffers", get(counters_.foreignBuffers)},
+  };
+  for (const auto& [key, value] : all) {
+    if (std::strcmp(key, name) == 0) {
+      return value;
+    }
+  }
+  return UINT64_MAX;
 }
 
 }  // namespace torch_mspti::sim

@@ -8,15 +8,20 @@
 
 #include "ActivityBuffers.h"
 #include "ActivitySwitches.h"
+#include "CannRuntime.h"
+#include "CorrelationIds.h"
 #include "DeliveryThread.h"
+#include "DeviceClock.h"
+#include "DeviceRecordParser.h"
 #include "DeviceTimeline.h"
 #include "Environment.h"
 #include "ExternalCorrelation.h"
-#include "KernelLauncher.h"
+#include "HostRecords.h"
 #include "NameTable.h"
 #include "SimCounters.h"
 #include "SimOptions.h"
 #include "Subscriber.h"
+#include "TaskLauncher.h"
 #include "mspti/mspti_activity.h"
 #include "mspti/mspti_callback.h"
 #include "mspti_sim.h"
@@ -39,11 +44,15 @@ class Simulator {
   msptiResult popExternalCorrelationId(uint32_t kind, uint64_t* lastId);
 
   ActivityBuffers& buffers() { return buffers_; }
-  KernelLauncher& launcher() { return launcher_; }
+  CannRuntime& runtime() { return runtime_; }
   DeviceTimeline& timeline() { return timeline_; }
   SimOptions& options() { return options_; }
   Environment& environment() { return environment_; }
+  // msptiSimCompleteForeignBuffer (ForeignBuffer.h).
+  int completeForeignBuffer(uint32_t kernels, bool onNewThread);
   void fillStats(msptiSimStats* out) const;
+  // A counter by its msptiSimGetCounter name; UINT64_MAX for an unknown name.
+  uint64_t counter(const char* name) const;
 
  private:
   Simulator();
@@ -56,9 +65,14 @@ class Simulator {
   Subscriber subscriber_;
   ExternalCorrelation externalCorrelation_;
   DeviceTimeline timeline_;
+  DeviceClock deviceClock_{options_};  // t0 of the drift: when the library was loaded
   ActivityBuffers buffers_;
-  DeliveryThread delivery_;  // its sink calls launcher_, built next (the thread starts later)
-  KernelLauncher launcher_;
+  CorrelationIds ids_;
+  HostRecords hostRecords_;
+  DeviceRecordParser parser_;
+  DeliveryThread delivery_;  // its sink is parser_ (the thread starts with the first record)
+  TaskLauncher launcher_;
+  CannRuntime runtime_;
 };
 
 }  // namespace torch_mspti::sim

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace torch_mspti::sim {
@@ -45,6 +46,31 @@ void set_stream_op(int64_t device, int64_t id) {
 void synchronize_op(int64_t device) { synchronize_device(static_cast<int>(device)); }
 void drain_op() { drain_queue(); }
 
+int64_t launch_communication_op(const std::string& name, const std::string& alg, const std::string& comm_name,
+                                int64_t data_type, int64_t count, int64_t device, int64_t stream, int64_t duration_ns,
+                                const std::string& api_name) {
+  TORCH_CHECK(data_type >= 0 && data_type <= 0xFFFF, "simulated NPU: launch_communication: data_type ", data_type,
+              " is not a msptiCommunicationDataType (0..17, 0xFFFF invalid)");
+  TORCH_CHECK(count >= 0, "simulated NPU: launch_communication: count must be >= 0, got ", count);
+  TORCH_CHECK(duration_ns >= 0, "simulated NPU: launch_communication: duration_ns must be >= 0, got ", duration_ns);
+  return static_cast<int64_t>(launch_communication(name, alg, comm_name, static_cast<uint32_t>(data_type),
+                                                   static_cast<uint64_t>(count), static_cast<c10::DeviceIndex>(device),
+                                                   stream, static_cast<uint64_t>(duration_ns), api_name));
+}
+
+int64_t communication_stream_op(int64_t device) {
+  return communication_stream_id(static_cast<c10::DeviceIndex>(device));
+}
+
+// (name, total_memory, cube_core_num, vector_core_num, L2_cache_size)
+std::tuple<std::string, int64_t, int64_t, int64_t, int64_t> device_properties_op(int64_t device) {
+  const DeviceProperties p = device_properties(static_cast<c10::DeviceIndex>(device));
+  return {p.name, static_cast<int64_t>(p.total_memory), p.cube_core_num, p.vector_core_num,
+          static_cast<int64_t>(p.l2_cache_size)};
+}
+
+void empty_cache_op() { empty_cache(); }
+
 // [ops, launches, kernels, housekeeping, queued_max_depth]
 std::vector<int64_t> counters_op() {
   const DeviceCounters c = counters();
@@ -69,6 +95,13 @@ TORCH_LIBRARY(npu_sim, m) {
   m.def("synchronize(int device) -> ()", &synchronize_op);
   m.def("drain() -> ()", &drain_op);
   m.def("counters() -> int[]", &counters_op);
+  m.def(
+      "launch_communication(str name, str alg, str comm_name, int data_type, int count, int device, int stream, "
+      "int duration_ns, str api_name) -> int",
+      &launch_communication_op);
+  m.def("communication_stream(int device) -> int", &communication_stream_op);
+  m.def("device_properties(int device) -> (str, int, int, int, int)", &device_properties_op);
+  m.def("empty_cache() -> ()", &empty_cache_op);
 }
 
 }  // namespace torch_mspti::sim

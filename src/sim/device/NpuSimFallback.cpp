@@ -36,7 +36,6 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // _foreach_* ops run one kernel per tensor of their lists; the rest run one kernel.
   const bool per_tensor = name.rfind("aten::_foreach_", 0) == 0 && call.list_len > 0;
   launch_op_kernels(call.device, {{kernel_for_op(name), measured, per_tensor ? call.list_len : 1}});
-  if (name == "aten::_local_scalar_dense") synchronize_stream(call.device, current_stream_id(call.device));
 }
 
 // Functional and in-place variants of structured ops have a CompositeExplicitAutogradNonFunctional

@@ -8,15 +8,32 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <malloc.h>
+
+#include <array>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace torch_mspti::sim {
 namespace {
 
 constexpr c10::DeviceType kNpu = c10::DeviceType::PrivateUse1;
+constexpr int kMaxDevices = 16;
 
-void free_host(void* p) { std::free(p); }
+// One deleter per device, so that a free is accounted to the device it was allocated on (the
+// DataPtr context is the data pointer itself, as c10::Allocator::raw_allocate requires).
+template <int Device>
+void free_on_device(void* p) {
+  if (p == nullptr) return;
+  note_free(static_cast<c10::DeviceIndex>(Device), malloc_usable_size(p));
+  std::free(p);
+}
+template <int... Devices>
+constexpr std::array<c10::DeleterFnPtr, sizeof...(Devices)> deleters(std::integer_sequence<int, Devices...>) {
+  return {&free_on_device<Devices>...};
+}
+constexpr auto kFreeOnDevice = deleters(std::make_integer_sequence<int, kMaxDevices>{});
 
 // Device memory is plain host memory, 64-byte aligned; the DataPtr carries the device index.
 class HostBackedAllocator final : public c10::Allocator {
@@ -28,11 +45,13 @@ class HostBackedAllocator final : public c10::Allocator {
       const size_t rounded = (nbytes + 63) / 64 * 64;
       p = std::aligned_alloc(64, rounded);
       TORCH_CHECK(p != nullptr, "simulated NPU: out of memory allocating ", nbytes, " bytes");
-      note_allocation(dev);
+      note_allocation(dev, malloc_usable_size(p));
     }
-    return {p, p, &free_host, c10::Device(kNpu, dev)};
+    return {p, p, kFreeOnDevice.at(static_cast<size_t>(dev)), c10::Device(kNpu, dev)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return &free_host; }
+  // raw_allocate() allocates on the current device; its raw_deallocate() is accounted to the
+  // device current then.
+  c10::DeleterFnPtr raw_deleter() const override { return kFreeOnDevice.at(static_cast<size_t>(current_device())); }
   void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
 };
 

@@ -117,7 +117,6 @@ const std::unordered_map<std::string, Entry>& table() {
       {"cumsum", {"Cumsum", kVector}},
       {"arange", {"Range", kCpu}},
       {"nonzero", {"NonZero", kCpu}},
-      {"_local_scalar_dense", {"MemcpyAsync", kCpu}},
       {"triu", {"Triu", kVector}},
       {"tril", {"Tril", kVector}},
       {"flip", {"ReverseV2", kVector}},

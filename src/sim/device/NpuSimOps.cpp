@@ -5,6 +5,7 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/_local_scalar_dense.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/copy_native.h>
@@ -98,9 +99,15 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
                                            c10::dtype_or_default(dtype));
 }
 
-// Copies between host and npu, or within the npu. The data moves at once (synchronously); the
-// kernel that the device "runs" for it goes on the simulated timeline. A blocking copy to the host
-// waits for the stream, as a real device-to-host copy does.
+// Copies between host and npu, or within the npu. The data moves at once (synchronously); what
+// the device does for it goes on the simulated timeline as torch_npu does it:
+//   host -> npu   aclrtMemcpyAsync HtoD of the source bytes (a DMA task, MEMCPY record), then a
+//                 Cast kernel when the dtype changes and a ViewCopy into a strided destination;
+//   npu -> host   a TransData kernel for a non-contiguous source and a Cast when the dtype
+//                 changes, then the DtoH copy of the destination's bytes;
+//   npu -> npu    Cast (dtype change), TransData (non-contiguous -> contiguous) or ViewCopy (into
+//                 a strided destination) kernels when something is computed, else a DtoD copy.
+// A blocking host <-> npu copy then synchronizes its stream (aclrtSynchronizeStream).
 at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   if (self.numel() == 0) return self;
   at::Tensor dst_a = cpu_alias(self);
@@ -115,21 +122,62 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   const int64_t stream = current_stream_id(dev);
   const uint64_t dur = kernel_duration(measured);
   const bool cast = self.scalar_type() != src.scalar_type();
-  count_op();
-  if (dst_npu != src_npu) {
-    launch("MemcpyAsync", "KERNEL_AICPU", dev, stream, dur);
-    if (cast) launch("Cast", "KERNEL_AIVEC", dev, stream, dur);
-  } else if (cast) {
-    launch("Cast", "KERNEL_AIVEC", dev, stream, dur);
-  } else if (!src.is_contiguous() && self.is_contiguous()) {
-    launch("TransData", "KERNEL_AIVEC", dev, stream, dur);
-  } else if (!self.is_contiguous()) {
-    launch("ViewCopy", "KERNEL_AIVEC", dev, stream, dur);
+  const auto kernel = [&](const char* name) { launch(name, "KERNEL_AIVEC", dev, stream, dur); };
+  const uint64_t src_bytes = static_cast<uint64_t>(src.numel()) * src.element_size();
+  const uint64_t dst_bytes = static_cast<uint64_t>(self.numel()) * self.element_size();
+  bool kernels = true;
+  if (dst_npu && src_npu) {
+    if (cast) {
+      kernel("Cast");
+    } else if (!src.is_contiguous() && self.is_contiguous()) {
+      kernel("TransData");
+    } else if (!self.is_contiguous()) {
+      kernel("ViewCopy");
+    } else {
+      memcpy_async(CopyKind::kDeviceToDevice, dst_bytes, dev, stream, dur);
+      kernels = false;
+    }
+  } else if (dst_npu) {
+    memcpy_async(CopyKind::kHostToDevice, src_bytes, dev, stream, dur);
+    if (cast) kernel("Cast");
+    if (!self.is_contiguous()) kernel("ViewCopy");
+    kernels = cast || !self.is_contiguous();
   } else {
-    launch("TensorMove", "KERNEL_AIVEC", dev, stream, dur);
+    if (!src.is_contiguous()) kernel("TransData");
+    if (cast) kernel("Cast");
+    kernels = cast || !src.is_contiguous();
+    memcpy_async(CopyKind::kDeviceToHost, dst_bytes, dev, stream, dur);
   }
-  if (src_npu && !dst_npu && !non_blocking) synchronize_stream(dev, stream);
+  if (kernels) count_op();
+  if (dst_npu != src_npu && !non_blocking) synchronize_stream(dev, stream);
   return self;
+}
+
+// .item(): a DtoH copy of one element, then the stream is synchronized (the value is needed now).
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  const c10::DeviceIndex dev = self.device().index();
+  const int64_t stream = current_stream_id(dev);
+  memcpy_async(CopyKind::kDeviceToHost, static_cast<uint64_t>(self.element_size()), dev, stream, kernel_duration(0));
+  synchronize_stream(dev, stream);
+  return at::_local_scalar_dense(cpu_alias(self));
+}
+
+void release_kept_storage(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
+
+// torch.ops.npu_sim.cpu_alias: a CPU tensor over the same host memory as an npu tensor (same
+// sizes, strides, offset, dtype), keeping the npu storage alive as long as the alias lives; so a
+// collective can move the data through a CPU backend (gloo) in place. CPU tensors come back as
+// they are.
+at::Tensor cpu_alias_op(const at::Tensor& t) {
+  if (!t.defined() || t.device().type() != kNpu) return t;
+  auto* keep = new c10::Storage(t.storage());
+  c10::Storage alias(c10::Storage::use_byte_size_t(), keep->nbytes(),
+                     c10::DataPtr(keep->mutable_data(), keep, &release_kept_storage, c10::Device(c10::DeviceType::CPU)),
+                     /*allocator=*/nullptr, /*resizable=*/false);
+  auto a =
+      at::detail::make_tensor<c10::TensorImpl>(std::move(alias), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  a.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  return a;
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
@@ -191,6 +239,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", &at::native::as_strided_tensorimpl);
   m.impl("unfold", &at::native::unfold);
   m.impl("record_stream", &record_stream);
+  m.impl("_local_scalar_dense", &local_scalar_dense);
 }
+
+TORCH_LIBRARY_FRAGMENT(npu_sim, m) { m.def("cpu_alias(Tensor t) -> Tensor", &cpu_alias_op); }
 
 }  // namespace torch_mspti::sim

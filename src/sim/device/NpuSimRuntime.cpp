@@ -1,6 +1,8 @@
-// Simulated NPU runtime: simulator binding, per-thread device/stream state, the launch task queue,
-// the housekeeping thread, synchronization and events. See NpuSimRuntime.h.
+// Simulated NPU runtime: simulator binding, per-thread device/stream state, launches (kernels,
+// copies, collectives) through the task queues, runtime calls, synchronization and events. See
+// NpuSimRuntime.h; the queues are NpuSimTaskQueue.cpp, the allocator's bookkeeping NpuSimMemory.cpp.
 #include "NpuSimRuntime.h"
+#include "NpuSimTaskQueue.h"
 
 #include <c10/util/Exception.h>
 
@@ -11,20 +13,24 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 namespace torch_mspti::sim {
 namespace {
 
+// The simulator's control API (src/sim/include/mspti_sim.h), resolved with dlsym.
 using LaunchFn = uint64_t (*)(const char*, const char*, uint32_t, uint32_t, uint64_t, uint32_t);
 using SyncFn = int (*)(int32_t);
 using TailFn = uint64_t (*)(uint32_t, uint32_t);
+using DeviceTailFn = uint64_t (*)(int32_t);
+using MemcpyFn = uint64_t (*)(uint32_t, uint64_t, uint32_t, uint32_t, uint64_t, uint8_t);
+using CommunicationFn = uint64_t (*)(const char*, const char*, const char*, uint32_t, uint64_t, uint32_t, uint32_t,
+                                     uint64_t, const char*);
+using RuntimeCallFn = void (*)(const char*, uint64_t);
 
 constexpr int kMaxDevices = 16;
-constexpr int kPoolSize = 4;
 
 std::mutex g_config_mu;
 Config g_config;  // guarded by g_config_mu; hot fields mirrored in atomics below
@@ -35,12 +41,15 @@ std::atomic<int> g_mode{static_cast<int>(LaunchMode::kQueued)};
 std::atomic<LaunchFn> g_launch{nullptr};
 std::atomic<SyncFn> g_sync{nullptr};
 std::atomic<TailFn> g_tail{nullptr};
+std::atomic<DeviceTailFn> g_device_tail{nullptr};
+std::atomic<MemcpyFn> g_memcpy{nullptr};
+std::atomic<CommunicationFn> g_communication{nullptr};
+std::atomic<RuntimeCallFn> g_runtime_call{nullptr};
 
 std::array<std::atomic<int64_t>, kMaxDevices> g_next_stream{};
 std::array<std::atomic<uint32_t>, kMaxDevices> g_pool_cursor{};
-std::array<std::atomic<uint64_t>, kMaxDevices> g_allocations{};
 
-std::atomic<uint64_t> c_ops{0}, c_launches{0}, c_kernels{0}, c_housekeeping{0}, c_depth{0};
+std::atomic<uint64_t> c_ops{0}, c_launches{0}, c_kernels{0}, c_housekeeping{0};
 
 thread_local c10::DeviceIndex t_device = 0;
 thread_local std::array<int64_t, kMaxDevices> t_stream = [] {
@@ -55,6 +64,17 @@ void sleep_until_ns(uint64_t t) {
   }
 }
 
+uint64_t stream_tail(int device, int64_t stream) {
+  TailFn fn = g_tail.load();
+  return fn ? fn(static_cast<uint32_t>(device), static_cast<uint32_t>(stream)) : 0;
+}
+
+// Wait from now until `t`, 0 when it has passed.
+uint64_t wait_until(uint64_t t) {
+  const uint64_t now = now_ns();
+  return t > now ? t - now : 0;
+}
+
 void do_launch(const char* name, const char* type, int device, int64_t stream, uint64_t dur, uint32_t count) {
   LaunchFn fn = g_launch.load();
   if (fn == nullptr) return;
@@ -63,99 +83,67 @@ void do_launch(const char* name, const char* type, int device, int64_t stream, u
   c_kernels += count;
 }
 
-uint64_t stream_tail(int device, int64_t stream) {
-  TailFn fn = g_tail.load();
-  return fn ? fn(static_cast<uint32_t>(device), static_cast<uint32_t>(stream)) : 0;
+void do_memcpy(uint32_t kind, uint64_t bytes, int device, int64_t stream, uint64_t dur) {
+  if (MemcpyFn fn = g_memcpy.load()) {
+    fn(kind, bytes, static_cast<uint32_t>(device), static_cast<uint32_t>(stream), dur, /*isAsync=*/1);
+  }
+}
+
+uint64_t do_communication(const CommunicationTask& c, int device, int64_t stream, uint64_t dur) {
+  CommunicationFn fn = g_communication.load();
+  if (fn == nullptr) return 0;
+  return fn(c.name.c_str(), c.algType.c_str(), c.commName.c_str(), c.dataType, c.count, static_cast<uint32_t>(device),
+            static_cast<uint32_t>(stream), dur, c.apiName.empty() ? nullptr : c.apiName.c_str());
 }
 
 }  // namespace
 
 struct SimEvent {
-  std::atomic<uint64_t> time{0};    // device time the stream reaches the event (0: not recorded)
-  std::atomic<uint64_t> ticket{0};  // queue ticket of the pending record task (queued mode)
+  std::atomic<uint64_t> time{0};           // device time the stream reaches the event (0: not recorded)
+  std::atomic<uint64_t> ticket{0};         // queue ticket of the pending record task (queued mode)
+  std::atomic<TaskQueue*> queue{nullptr};  // the queue that ticket belongs to
 };
 
 namespace {
 
-// A FIFO of tasks served by one detached thread. Tickets increase by one per task; a caller can
-// wait until every task up to a ticket has run. Never destroyed (threads outlive static dtors).
-struct Task {
-  const char* name = nullptr;
-  const char* type = nullptr;
-  int device = 0;
-  int64_t stream = 0;
-  uint64_t duration = 0;
-  uint32_t count = 1;
-  SimEvent* event = nullptr;  // non-null: record this event instead of launching
-  uint64_t not_before = 0;
-};
-
-class Worker {
- public:
-  Worker() {
-    std::thread([this] { loop(); }).detach();
-  }
-
-  uint64_t push(Task t) {
-    std::lock_guard<std::mutex> g(mu_);
-    tasks_.push_back(t);
-    const uint64_t depth = tasks_.size();
-    if (depth > c_depth.load()) c_depth = depth;
-    cv_.notify_all();
-    return ++pushed_;
-  }
-  void wait(uint64_t ticket) {
-    std::unique_lock<std::mutex> g(mu_);
-    done_cv_.wait(g, [&] { return done_ >= ticket; });
-  }
-  void drain() {
-    std::unique_lock<std::mutex> g(mu_);
-    const uint64_t target = pushed_;
-    done_cv_.wait(g, [&] { return done_ >= target; });
-  }
-  bool done(uint64_t ticket) {
-    std::lock_guard<std::mutex> g(mu_);
-    return done_ >= ticket;
-  }
-
- private:
-  void loop() {
-    for (;;) {
-      Task t;
-      {
-        std::unique_lock<std::mutex> g(mu_);
-        cv_.wait(g, [&] { return !tasks_.empty(); });
-        t = tasks_.front();
-        tasks_.pop_front();
-      }
-      sleep_until_ns(t.not_before);
-      if (t.event != nullptr) {
-        t.event->time = std::max(now_ns(), stream_tail(t.device, t.stream));
-      } else {
-        do_launch(t.name, t.type, t.device, t.stream, t.duration, t.count);
-      }
-      std::lock_guard<std::mutex> g(mu_);
-      done_++;
-      done_cv_.notify_all();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
-  std::deque<Task> tasks_;
-  uint64_t pushed_ = 0, done_ = 0;
-};
-
-Worker& launch_queue() {
-  static Worker* w = new Worker();
-  return *w;
+void do_event_record(SimEvent* ev, int device, int64_t stream) {
+  runtime_call("aclrtRecordEvent");
+  ev->time = std::max(now_ns(), stream_tail(device, stream));
 }
-Worker& housekeeper() {
-  static Worker* w = new Worker();
-  return *w;
+
+// Executor of both task queues (worker threads).
+void run_task(const Task& t) {
+  switch (t.kind) {
+    case TaskKind::kKernels: do_launch(t.name, t.type, t.device, t.stream, t.duration, t.count); break;
+    case TaskKind::kMemcpy: do_memcpy(t.copyKind, t.bytes, t.device, t.stream, t.duration); break;
+    case TaskKind::kCommunication: do_communication(*t.communication, t.device, t.stream, t.duration); break;
+    case TaskKind::kEventRecord: do_event_record(t.event, t.device, t.stream); break;
+  }
 }
 
 bool queued() { return g_mode.load() == static_cast<int>(LaunchMode::kQueued); }
+
+uint64_t pickup_deadline() {
+  std::lock_guard<std::mutex> g(g_config_mu);
+  return now_ns() + static_cast<uint64_t>(g_config.queue_pickup_ns);
+}
+
+// A task for the launch queue: the worker picks it up no earlier than queue_pickup_ns from now.
+Task queued_task(TaskKind kind, int device, int64_t stream, uint64_t duration_ns) {
+  Task t;
+  t.kind = kind;
+  t.device = device;
+  t.stream = stream;
+  t.duration = duration_ns;
+  t.notBefore = pickup_deadline();
+  return t;
+}
+
+// Waits for an event's record task, unless that task belonged to a queue replaced since (fork).
+void wait_for_record(SimEvent* ev) {
+  const uint64_t t = ev->ticket.load();
+  if (t != 0 && ev->queue.load() == &launch_queue()) launch_queue().wait(t);
+}
 
 }  // namespace
 
@@ -168,17 +156,23 @@ uint64_t now_ns() {
 void configure(const std::string& path, const Config& cfg) {
   TORCH_CHECK(cfg.device_count >= 1 && cfg.device_count <= kMaxDevices, "simulated NPU: device_count must be in [1, ",
               kMaxDevices, "], got ", cfg.device_count);
+  init_task_queues(&run_task);
   std::lock_guard<std::mutex> g(g_config_mu);
   if (g_launch.load() == nullptr) {
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed
     TORCH_CHECK(h != nullptr, "simulated NPU: cannot load the MSPTI simulator '", path, "': ", dlerror());
     auto sym = [&](const char* n) {
       void* p = dlsym(h, n);
-      TORCH_CHECK(p != nullptr, "simulated NPU: '", path, "' does not export ", n);
+      TORCH_CHECK(p != nullptr, "simulated NPU: '", path, "' does not export ", n,
+                  "; it is not a torch-mspti MSPTI simulator of this version (rebuild or reinstall torch-mspti)");
       return p;
     };
     g_sync = reinterpret_cast<SyncFn>(sym("msptiSimSynchronize"));
     g_tail = reinterpret_cast<TailFn>(sym("msptiSimStreamTail"));
+    g_device_tail = reinterpret_cast<DeviceTailFn>(sym("msptiSimDeviceTail"));
+    g_memcpy = reinterpret_cast<MemcpyFn>(sym("msptiSimMemcpy"));
+    g_communication = reinterpret_cast<CommunicationFn>(sym("msptiSimLaunchCommunication"));
+    g_runtime_call = reinterpret_cast<RuntimeCallFn>(sym("msptiSimRuntimeCall"));
     sym("msptiSimLaunchKernel");  // part of the contract, though launches go through the batch form
     g_launch = reinterpret_cast<LaunchFn>(sym("msptiSimLaunchKernels"));
     g_sim_path = path;
@@ -218,7 +212,8 @@ void set_current_stream_id(c10::DeviceIndex index, int64_t id) {
 }
 int64_t new_stream_id(c10::DeviceIndex index) {
   check_device(index);
-  return 2 + g_next_stream[index]++;
+  const int64_t id = 2 + g_next_stream[index]++;
+  return id >= kCommunicationStreamId ? id + 1 : id;  // the communication stream is nobody else's
 }
 int64_t pooled_stream_id(c10::DeviceIndex index) {
   check_device(index);
@@ -226,6 +221,10 @@ int64_t pooled_stream_id(c10::DeviceIndex index) {
   int64_t expected = 0;
   g_next_stream[index].compare_exchange_strong(expected, kPoolSize);
   return 2 + static_cast<int64_t>(g_pool_cursor[index]++ % kPoolSize);
+}
+int64_t communication_stream_id(c10::DeviceIndex device) {
+  check_device(device);
+  return kCommunicationStreamId;
 }
 
 uint64_t kernel_duration(uint64_t measured_ns) {
@@ -242,49 +241,77 @@ void launch(const char* name, const char* type, c10::DeviceIndex device, int64_t
     do_launch(name, type, device, stream, duration_ns, count);
     return;
   }
-  int64_t pickup;
-  {
-    std::lock_guard<std::mutex> g(g_config_mu);
-    pickup = g_config.queue_pickup_ns;
+  Task t = queued_task(TaskKind::kKernels, device, stream, duration_ns);
+  t.name = name;
+  t.type = type;
+  t.count = count;
+  launch_queue().push(std::move(t));
+}
+
+void memcpy_async(CopyKind kind, uint64_t bytes, c10::DeviceIndex device, int64_t stream, uint64_t duration_ns) {
+  if (!g_configured.load()) return;
+  if (!queued()) {
+    do_memcpy(static_cast<uint32_t>(kind), bytes, device, stream, duration_ns);
+    return;
   }
-  launch_queue().push(
-      Task{name, type, device, stream, duration_ns, count, nullptr, now_ns() + static_cast<uint64_t>(pickup)});
+  Task t = queued_task(TaskKind::kMemcpy, device, stream, duration_ns);
+  t.copyKind = static_cast<uint32_t>(kind);
+  t.bytes = bytes;
+  launch_queue().push(std::move(t));
+}
+
+uint64_t launch_communication(const std::string& name, const std::string& alg, const std::string& comm_name,
+                              uint32_t data_type, uint64_t count, c10::DeviceIndex device, int64_t stream,
+                              uint64_t duration_ns, const std::string& api_name) {
+  check_device(device);
+  TORCH_CHECK(stream >= 1, "simulated NPU: stream ids start at 1, got ", stream);
+  if (!g_configured.load()) return 0;
+  auto collective =
+      std::make_shared<const CommunicationTask>(CommunicationTask{name, alg, comm_name, api_name, data_type, count});
+  if (!queued()) return do_communication(*collective, device, stream, duration_ns);
+  Task t = queued_task(TaskKind::kCommunication, device, stream, duration_ns);
+  t.communication = std::move(collective);
+  launch_queue().push(std::move(t));
+  return 0;
+}
+
+void runtime_call(const char* name, uint64_t host_ns) {
+  if (RuntimeCallFn fn = g_runtime_call.load()) {
+    fn(name, host_ns);
+  } else if (host_ns > 0) {
+    sleep_until_ns(now_ns() + host_ns);
+  }
 }
 
 void launch_housekeeping(const char* name, const char* type, c10::DeviceIndex device) {
   if (!g_configured.load()) return;
   c_housekeeping++;
-  housekeeper().push(Task{name, type, device, kDefaultStreamId, 3000, 1, nullptr, 0});
-}
-
-void note_allocation(c10::DeviceIndex device) {
-  if (device < 0 || device >= kMaxDevices) return;
-  const uint64_t n = g_allocations[device]++;
-  int64_t every;
-  {
-    std::lock_guard<std::mutex> g(g_config_mu);
-    every = g_config.housekeeping_every;
-  }
-  // The first allocation on a device initialises its memory pool; later ones clear blocks now
-  // and then, as the allocator of a real device does, on its own thread.
-  if (n == 0 || (every > 0 && n % static_cast<uint64_t>(every) == 0)) {
-    launch_housekeeping("MemSet", "KERNEL_AIVEC", device);
-  }
+  Task t;
+  t.name = name;
+  t.type = type;
+  t.device = device;
+  t.stream = kDefaultStreamId;
+  t.duration = 3000;
+  housekeeping_queue().push(std::move(t));
 }
 
 void drain_queue() {
   launch_queue().drain();
-  housekeeper().drain();
+  housekeeping_queue().drain();
 }
 
 void synchronize_device(int device) {
   drain_queue();
+  DeviceTailFn tail = g_device_tail.load();
+  runtime_call("aclrtSynchronizeDevice", tail ? wait_until(tail(device)) : 0);
   if (SyncFn fn = g_sync.load()) fn(device);
 }
 
 void synchronize_stream(c10::DeviceIndex device, int64_t stream) {
   drain_queue();
-  sleep_until_ns(stream_tail(device, stream));
+  const uint64_t tail = stream_tail(device, stream);
+  runtime_call("aclrtSynchronizeStream", wait_until(tail));
+  sleep_until_ns(tail);
 }
 
 bool stream_idle(c10::DeviceIndex device, int64_t stream) {
@@ -296,28 +323,37 @@ SimEvent* event_create() { return new SimEvent(); }
 
 void event_destroy(SimEvent* ev) {
   if (ev == nullptr) return;
-  if (uint64_t t = ev->ticket.load()) launch_queue().wait(t);
+  wait_for_record(ev);
   delete ev;
 }
 
 void event_record(SimEvent* ev, c10::DeviceIndex device, int64_t stream) {
   if (!queued() || !g_configured.load()) {
     ev->ticket = 0;
-    ev->time = std::max(now_ns(), stream_tail(device, stream));
+    do_event_record(ev, device, stream);
     return;
   }
   ev->time = 0;
-  ev->ticket = launch_queue().push(Task{nullptr, nullptr, device, stream, 0, 1, ev, 0});
+  Task t;
+  t.kind = TaskKind::kEventRecord;
+  t.device = device;
+  t.stream = stream;
+  t.event = ev;
+  ev->queue = &launch_queue();
+  ev->ticket = launch_queue().push(std::move(t));
 }
 
 bool event_query(SimEvent* ev) {
-  if (uint64_t t = ev->ticket.load(); t != 0 && !launch_queue().done(t)) return false;
+  const uint64_t t = ev->ticket.load();
+  if (t != 0 && ev->queue.load() == &launch_queue() && !launch_queue().done(t)) return false;
   return ev->time.load() <= now_ns();
 }
 
 void event_synchronize(SimEvent* ev) {
-  if (uint64_t t = ev->ticket.load()) launch_queue().wait(t);
-  sleep_until_ns(ev->time.load());
+  wait_for_record(ev);
+  const uint64_t time = ev->time.load();
+  runtime_call("aclrtSynchronizeEvent", wait_until(time));
+  sleep_until_ns(time);
 }
 
 double event_elapsed_ms(SimEvent* start, SimEvent* end) {
@@ -329,7 +365,8 @@ double event_elapsed_ms(SimEvent* start, SimEvent* end) {
 }
 
 DeviceCounters counters() {
-  return DeviceCounters{c_ops.load(), c_launches.load(), c_kernels.load(), c_housekeeping.load(), c_depth.load()};
+  return DeviceCounters{c_ops.load(), c_launches.load(), c_kernels.load(), c_housekeeping.load(),
+                        launch_queue().maxDepth()};
 }
 void count_op() { c_ops++; }
 

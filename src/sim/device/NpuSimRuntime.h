@@ -8,6 +8,9 @@
 //   direct  the launch happens on the op's own thread, inside the op;
 //   queued  the op enqueues the launch and returns; one worker thread launches later, in FIFO
 //           order, like torch_npu's task queue (TASK_QUEUE_ENABLE=1, its default).
+// Kernel launches, copies (aclrtMemcpyAsync), collectives and event records go through the queue;
+// synchronize, allocation and the other runtime calls are made by the calling thread. Each of
+// them reports to MSPTI as the CANN runtime does (src/sim/README.md, "Records and threads").
 // Every function here is thread-safe.
 #pragma once
 
@@ -49,7 +52,11 @@ void install_direct_fallbacks();
 uint64_t now_ns();
 
 // Per-thread current device and current stream (stream ids >= 1; 1 is a device's default stream).
+// Stream ids per device: 1 default, 2..5 the pool (getStreamFromGlobalPool), 6 the communication
+// stream, then new streams (getNewStream) count up from 2 and skip 6.
 constexpr int64_t kDefaultStreamId = 1;
+constexpr int64_t kPoolSize = 4;
+constexpr int64_t kCommunicationStreamId = 2 + kPoolSize;
 c10::DeviceIndex current_device();
 void set_current_device(c10::DeviceIndex index);
 int64_t current_stream_id(c10::DeviceIndex index);
@@ -64,20 +71,63 @@ void launch(const char* name, const char* type, c10::DeviceIndex device, int64_t
             uint32_t count = 1);
 // Launch on a helper thread that never runs an op (allocator/housekeeping work).
 void launch_housekeeping(const char* name, const char* type, c10::DeviceIndex device);
-// Called by the allocator on every allocation.
-void note_allocation(c10::DeviceIndex device);
+// Called by the allocator on every allocation of `bytes` (usable size) on `device`, and on every
+// free: housekeeping cadence, and the caching allocator's pool growth (an "aclrtMalloc" runtime
+// call on the allocating thread whenever the live bytes outgrow the reserved segments, which grow
+// in 2 MiB steps and are never given back but by empty_cache()).
+void note_allocation(c10::DeviceIndex device, uint64_t bytes);
+void note_free(c10::DeviceIndex device, uint64_t bytes);
+// Gives unused reserved segments back ("aclrtFree" once per device that had any).
+void empty_cache();
+
+// Copy kinds (msptiActivityMemcpyKind values, mspti.md 3.3).
+enum class CopyKind : uint32_t { kHostToHost = 1, kHostToDevice = 2, kDeviceToHost = 3, kDeviceToDevice = 4 };
+// An aclrtMemcpyAsync of `bytes` on (device, stream): a DMA task on the timeline (never a kernel)
+// that MSPTI reports as a MEMCPY record only with a process-start LD_PRELOAD of libmspti
+// (msptiSimMemcpy). Goes through the task queue in queued mode.
+void memcpy_async(CopyKind kind, uint64_t bytes, c10::DeviceIndex device, int64_t stream, uint64_t duration_ns);
+
+// A collective as the hccl backend issues it (msptiSimLaunchCommunication): like launch(), through
+// the task queue in queued mode (launched later by the worker) or on the calling thread in direct
+// mode, normally on communication_stream_id(device). An empty `api_name` lets the simulator derive
+// the HCCL API name from `name`. Returns the correlation id in direct mode (0 when none was
+// minted), and 0 in queued mode, where the worker mints it later.
+uint64_t launch_communication(const std::string& name, const std::string& alg, const std::string& comm_name,
+                              uint32_t data_type, uint64_t count, c10::DeviceIndex device, int64_t stream,
+                              uint64_t duration_ns, const std::string& api_name);
+int64_t communication_stream_id(c10::DeviceIndex device);
+
+// A runtime API call that launches nothing, made by the calling thread (msptiSimRuntimeCall):
+// MSPTI reports an API record carrying the thread's current correlation id. The call takes
+// `host_ns` (the thread sleeps that long).
+void runtime_call(const char* name, uint64_t host_ns = 0);
+
+// What the device reports about itself (torch.npu.get_device_properties), modelled on an Ascend
+// 910B3: see NpuSimProperties.cpp.
+struct DeviceProperties {
+  std::string name;
+  uint64_t total_memory;  // bytes
+  int64_t cube_core_num;  // AI cores (cube units)
+  int64_t vector_core_num;
+  uint64_t l2_cache_size;  // bytes
+};
+DeviceProperties device_properties(c10::DeviceIndex device);  // c10::Error for an invalid index
 
 // Duration from a measured host time (applies the configured model).
 uint64_t kernel_duration(uint64_t measured_ns);
 
 // Waits until every launch enqueued so far has been launched (no-op in direct mode).
 void drain_queue();
-// Drains the queue, then waits until the timeline of `device` (all devices when < 0) caught up.
+// Drains the queue, then waits until the timeline of `device` (all devices when < 0) caught up,
+// reporting "aclrtSynchronizeDevice" (the wait inside its host span).
 void synchronize_device(int device);
+// Same for one stream: "aclrtSynchronizeStream".
 void synchronize_stream(c10::DeviceIndex device, int64_t stream);
 bool stream_idle(c10::DeviceIndex device, int64_t stream);
 
-// Events: a recorded event holds the device time at which the stream reaches it.
+// Events: a recorded event holds the device time at which the stream reaches it. Recording reports
+// "aclrtRecordEvent" from the thread that makes it (the worker in queued mode, when it reaches the
+// record), synchronizing "aclrtSynchronizeEvent" from the caller.
 struct SimEvent;
 SimEvent* event_create();
 void event_destroy(SimEvent* ev);

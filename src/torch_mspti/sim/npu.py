@@ -32,6 +32,9 @@ __all__ = [
     "manual_seed_all",
     "seed",
     "initial_seed",
+    "get_device_properties",
+    "get_device_name",
+    "empty_cache",
 ]
 
 _DeviceLike = int | str | torch.device | None
@@ -189,6 +192,48 @@ class Event:
 
     def __repr__(self) -> str:
         return f"<torch.npu.Event {self._event!r}>"
+
+
+class _NPUDeviceProperties:
+    """What a simulated NPU reports about itself, with the fields of torch_npu's
+    ``_NPUDeviceProperties`` (torch_npu/csrc/npu/Module.cpp): ``name``, ``total_memory`` (bytes),
+    ``cube_core_num``, ``vector_core_num``, ``L2_cache_size`` (bytes). Every simulated device is
+    modelled on an Ascend 910B3; its name says "(simulated)". Read-only.
+    """
+
+    __slots__ = ("name", "total_memory", "cube_core_num", "vector_core_num", "L2_cache_size")
+
+    def __init__(self, name: str, total_memory: int, cube_core_num: int, vector_core_num: int, l2: int):
+        for key, value in zip(self.__slots__, (name, total_memory, cube_core_num, vector_core_num, l2), strict=True):
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"_NPUDeviceProperties.{key} is read-only")
+
+    def __repr__(self) -> str:
+        return (
+            f"_NPUDeviceProperties(name='{self.name}', total_memory={self.total_memory // (1024 * 1024)}MB, "
+            f"cube_core_num={self.cube_core_num}, vector_core_num={self.vector_core_num}, "
+            f"L2_cache_size={self.L2_cache_size // (1024 * 1024)}MB)"
+        )
+
+
+def get_device_properties(dev: _DeviceLike = None) -> _NPUDeviceProperties:
+    """Properties of a simulated NPU (int, 'npu', 'npu:1', torch.device or None = current).
+
+    Raises RuntimeError for an index outside [0, device_count()).
+    """
+    return _NPUDeviceProperties(*_ops().device_properties(_index(dev)))
+
+
+def get_device_name(dev: _DeviceLike = None) -> str:
+    """Name of a simulated NPU, e.g. 'Ascend910B3 (simulated)'."""
+    return get_device_properties(dev).name
+
+
+def empty_cache() -> None:
+    """Give the simulated caching allocator's unused reserved memory back (reports aclrtFree)."""
+    _ops().empty_cache()
 
 
 # RNG: npu tensors draw from torch's CPU generator (the device runs CPU kernels), so seeding the

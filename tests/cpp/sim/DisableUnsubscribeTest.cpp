@@ -1,23 +1,11 @@
 // The tail of a session: Disable's driver flush, records due after Disable, Unsubscribe stopping
 // the device tasks (mspti.md 2.2, 2.3, 5.3).
-#include <thread>
-
 #include "SimTestSupport.h"
 
 namespace torch_mspti::sim::test {
 namespace {
 
-using std::chrono::milliseconds;
-
-class DisableUnsubscribeTest : public SimTest {
- protected:
-  void waitUntilEnded(uint32_t device, uint32_t stream) {
-    const uint64_t tail = api_.streamTail(device, stream);
-    while (nowNs() < tail) {
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-  }
-};
+class DisableUnsubscribeTest : public SimTest {};
 
 TEST_F(DisableUnsubscribeTest, DisablePullsRecordsOfEndedKernelsOnly) {
   ASSERT_EQ(api_.setOption("delivery_delay_ns", 10'000'000'000), 0);  // the driver never reports

@@ -50,6 +50,12 @@ SimApi load() {
   resolve(api.handle, "msptiSimGetStats", api.getStats);
   resolve(api.handle, "msptiSimReloadEnvironment", api.reloadEnvironment);
   resolve(api.handle, "msptiSimResetOptions", api.resetOptions);
+  resolve(api.handle, "msptiSimLaunchCommunication", api.launchCommunication);
+  resolve(api.handle, "msptiSimMemcpy", api.memcpy);
+  resolve(api.handle, "msptiSimMemset", api.memset);
+  resolve(api.handle, "msptiSimRuntimeCall", api.runtimeCall);
+  resolve(api.handle, "msptiSimGetCounter", api.getCounter);
+  resolve(api.handle, "msptiSimCompleteForeignBuffer", api.completeForeignBuffer);
   return api;
 }
 
@@ -176,6 +182,7 @@ void BufferCollector::onRequest(uint8_t** buffer, size_t* size, size_t* maxNumRe
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
   std::memset(*buffer, 0xAB, bytes);  // poison: stale bytes must never be read as records
   *size = self.bufferSize_;
+  self.handedOut_.insert(*buffer);
 }
 
 void BufferCollector::onComplete(uint8_t* buffer, size_t size, size_t validSize) {
@@ -189,11 +196,14 @@ void BufferCollector::onComplete(uint8_t* buffer, size_t size, size_t validSize)
   }
   delivered.tid = currentTid();
   delivered.timeNs = nowNs();
-  std::free(buffer);
   std::function<void(const DeliveredBuffer&)> hook;
   {
     std::lock_guard<std::mutex> lock(self.mutex_);
     hook = self.hook_;
+    delivered.foreign = buffer != nullptr && self.handedOut_.erase(buffer) == 0;
+  }
+  if (!delivered.foreign) {
+    std::free(buffer);
   }
   if (hook) {
     hook(delivered);
@@ -223,6 +233,24 @@ Records decode(const std::vector<DeliveredBuffer>& buffers) {
         const auto a = readAt<msptiActivityApi>(buffer.bytes, offset);
         out.apis.push_back(
             {kind, a.start, a.end, a.pt.processId, a.pt.threadId, a.correlationId, a.name ? a.name : "<null>"});
+      } else if (kind == MSPTI_ACTIVITY_KIND_COMMUNICATION) {
+        stride = sizeof(msptiActivityCommunication);
+        EXPECT_LE(offset + stride, buffer.validSize);
+        const auto c = readAt<msptiActivityCommunication>(buffer.bytes, offset);
+        out.communications.push_back({c.dataType, c.count, c.ds.deviceId, c.ds.streamId, c.start, c.end,
+                                      c.algType ? c.algType : "<null>", c.name ? c.name : "<null>",
+                                      c.commName ? c.commName : "<null>", c.correlationId});
+      } else if (kind == MSPTI_ACTIVITY_KIND_MEMCPY) {
+        stride = sizeof(msptiActivityMemcpy);
+        EXPECT_LE(offset + stride, buffer.validSize);
+        const auto m = readAt<msptiActivityMemcpy>(buffer.bytes, offset);
+        out.memcpys.push_back({static_cast<uint32_t>(m.copyKind), m.bytes, m.start, m.end, m.deviceId, m.streamId,
+                               m.correlationId, m.isAsync});
+      } else if (kind == MSPTI_ACTIVITY_KIND_MEMSET) {
+        stride = sizeof(msptiActivityMemset);
+        EXPECT_LE(offset + stride, buffer.validSize);
+        const auto m = readAt<msptiActivityMemset>(buffer.bytes, offset);
+        out.memsets.push_back({m.value, m.bytes, m.start, m.end, m.deviceId, m.streamId, m.correlationId, m.isAsync});
       } else if (kind == MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
         stride = sizeof(msptiActivityExternalCorrelation);
         EXPECT_LE(offset + stride, buffer.validSize);
@@ -239,7 +267,20 @@ Records decode(const std::vector<DeliveredBuffer>& buffers) {
   return out;
 }
 
+std::vector<ApiView> Records::apisNamed(const std::string& name) const {
+  std::vector<ApiView> named;
+  for (const ApiView& api : apis) {
+    if (api.name == name) {
+      named.push_back(api);
+    }
+  }
+  return named;
+}
+
 void SimTest::SetUp() {
+  const char* preload = std::getenv("LD_PRELOAD");
+  hadPreload_ = preload != nullptr;
+  preload_ = preload != nullptr ? preload : "";
   collector_.reset();
   ASSERT_EQ(api_.resetOptions(), 0);
   ASSERT_EQ(api_.registerCallbacks(&BufferCollector::onRequest, &BufferCollector::onComplete), MSPTI_SUCCESS);
@@ -267,12 +308,26 @@ void SimTest::TearDown() {
     while (api_.popExternal(static_cast<msptiExternalCorrelationKind>(kind), &id) == MSPTI_SUCCESS) {}
   }
   unsetenv("ASCEND_RT_VISIBLE_DEVICES");
+  if (hadPreload_) {
+    setenv("LD_PRELOAD", preload_.c_str(), 1);
+  } else {
+    unsetenv("LD_PRELOAD");
+  }
   api_.reloadEnvironment();
   api_.resetOptions();
   collector_.reset();
 }
 
 void SimTest::subscribe() { ASSERT_EQ(api_.subscribe(&subscriber_, nullptr, nullptr), MSPTI_SUCCESS); }
+
+void SimTest::setPreload(bool preloaded) {
+  if (preloaded) {
+    setenv("LD_PRELOAD", "/nonexistent/libmspti.so", 1);
+  } else {
+    unsetenv("LD_PRELOAD");
+  }
+  api_.reloadEnvironment();
+}
 
 void SimTest::enable(std::initializer_list<msptiActivityKind> kinds) {
   for (msptiActivityKind kind : kinds) {
@@ -289,6 +344,18 @@ bool SimTest::waitForStats(const std::function<bool(const msptiSimStats&)>& pred
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return true;
+}
+
+void SimTest::waitUntilEnded(uint32_t device, uint32_t stream) {
+  const uint64_t tail = api_.streamTail(device, stream);
+  while (nowNs() < tail) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void SimTest::waitForDelivery() {
+  api_.synchronize(-1);
+  ASSERT_TRUE(waitForStats([](const msptiSimStats& s) { return s.records_pending == 0; }));
 }
 
 Records SimTest::flushAndDecode() {

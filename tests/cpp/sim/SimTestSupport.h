@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct SimApi {
   decltype(&msptiSimGetStats) getStats;
   decltype(&msptiSimReloadEnvironment) reloadEnvironment;
   decltype(&msptiSimResetOptions) resetOptions;
+  decltype(&msptiSimLaunchCommunication) launchCommunication;
+  decltype(&msptiSimMemcpy) memcpy;
+  decltype(&msptiSimMemset) memset;
+  decltype(&msptiSimRuntimeCall) runtimeCall;
+  decltype(&msptiSimGetCounter) getCounter;
+  decltype(&msptiSimCompleteForeignBuffer) completeForeignBuffer;
 
   void* handle;
   static const SimApi& get();
@@ -59,6 +66,7 @@ struct DeliveredBuffer {
   std::vector<uint8_t> bytes;  // copy of [0, validSize)
   pid_t tid = 0;               // thread that ran the complete callback
   uint64_t timeNs = 0;
+  bool foreign = false;  // not a buffer this collector handed out (never freed by it)
 };
 
 struct RequestEvent {
@@ -67,7 +75,7 @@ struct RequestEvent {
 };
 
 // Behind the request/complete callbacks. The buffers it hands out are 8-aligned and freed after
-// their bytes are copied.
+// their bytes are copied; a completed buffer it did not hand out is copied but never freed.
 class BufferCollector {
  public:
   static BufferCollector& get();
@@ -95,6 +103,7 @@ class BufferCollector {
   std::function<void(const DeliveredBuffer&)> hook_;
   std::vector<DeliveredBuffer> delivered_;
   std::vector<RequestEvent> requests_;
+  std::set<uint8_t*> handedOut_;
 };
 
 // Plain copies of the packed records (packed fields cannot bind to gtest's references).
@@ -115,11 +124,33 @@ struct ExternalView {
   uint32_t externalKind;
   uint64_t externalId, correlationId;
 };
+struct CommunicationView {
+  uint32_t dataType;
+  uint64_t count;
+  uint32_t deviceId, streamId;
+  uint64_t start, end;
+  std::string algType, name, commName;
+  uint64_t correlationId;
+};
+// A MEMCPY (kind = copyKind) or MEMSET (kind = value) record.
+struct MemoryView {
+  uint32_t copyKindOrValue;
+  uint64_t bytes, start, end;
+  uint32_t deviceId, streamId;
+  uint64_t correlationId;
+  uint8_t isAsync;
+};
 struct Records {
   std::vector<int> kinds;  // every record, in buffer order
   std::vector<KernelView> kernels;
   std::vector<ApiView> apis;
   std::vector<ExternalView> externals;
+  std::vector<CommunicationView> communications;
+  std::vector<MemoryView> memcpys;
+  std::vector<MemoryView> memsets;
+
+  // API records named `name`, in buffer order.
+  std::vector<ApiView> apisNamed(const std::string& name) const;
 };
 
 // Walks each buffer by sizeof() strides from offset 0 to validSize (fails the test on a kind it
@@ -134,9 +165,17 @@ class SimTest : public ::testing::Test {
   void TearDown() override;
 
   void subscribe();
+  // LD_PRELOAD as the simulator sees it (re-read with msptiSimReloadEnvironment); TearDown restores
+  // the value the process started with. "libmspti.so" never names a file that could be loaded.
+  void setPreload(bool preloaded);
   void enable(std::initializer_list<msptiActivityKind> kinds);
   // FlushAll, then decode everything delivered so far.
   Records flushAndDecode();
+  // Sleeps until the last task on (device, stream) has ended on the timeline.
+  void waitUntilEnded(uint32_t device, uint32_t stream);
+  // Synchronizes every device, then waits until no device record is pending (fails the test
+  // after 5 s).
+  void waitForDelivery();
   // Polls the simulator's counters (1 ms steps) until `pred` holds or `timeout` passes.
   bool waitForStats(const std::function<bool(const msptiSimStats&)>& pred,
                     std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
@@ -144,6 +183,10 @@ class SimTest : public ::testing::Test {
   const SimApi& api_ = SimApi::get();
   BufferCollector& collector_ = BufferCollector::get();
   msptiSubscriberHandle subscriber_ = nullptr;
+
+ private:
+  bool hadPreload_ = false;
+  std::string preload_;
 };
 
 }  // namespace torch_mspti::sim::test
