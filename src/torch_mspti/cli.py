@@ -375,7 +375,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # Unset options are left out so the demo's own defaults apply.
     kwargs = {
         k: getattr(args, k)
-        for k in ("workload", "steps", "size", "out", "device", "launch_mode")
+        for k in ("workload", "steps", "size", "out", "device", "launch_mode", "ranks")
         if getattr(args, k) is not None
     }
     return int(demo.run(**kwargs) or 0)
@@ -431,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_check)
 
     m = sub.add_parser("demo", help="profile a demo workload and write its trace")
-    m.add_argument("--workload", choices=("phases", "mlp", "transformer"), default="phases")
+    m.add_argument("--workload", choices=("phases", "mlp", "transformer", "ddp"), default="phases")
     m.add_argument("--steps", type=_count_arg(1), metavar="N", help="profiled steps")
     m.add_argument("--size", type=_count_arg(1), metavar="N", help="problem size")
     m.add_argument("--out", metavar="PATH", help="where to write the Chrome trace")
@@ -443,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="direct",
         help="simulator: launch inside the op (direct) or from a task-queue thread (queued)",
     )
+    m.add_argument("--ranks", type=_count_arg(1), metavar="N", help="ddp: ranks, one process each (default 2)")
     m.set_defaults(func=cmd_demo)
     return p
 

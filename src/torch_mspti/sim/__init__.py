@@ -4,7 +4,8 @@ Opt-in only: nothing here runs until :func:`enable` is called. ``enable()`` name
 backend ``npu``, loads the simulated device (``libtorch_mspti_npu_sim.so``: host memory, a native
 op set plus a CPU fallback for every other op), registers ``torch.npu`` and points the profiler
 plugin at the simulated MSPTI library (``libmspti_sim.so``), on whose real-time device timeline every
-op execution launches its kernels.
+op execution launches its kernels. It also registers a simulated ``hccl`` torch.distributed backend for npu
+tensors (:mod:`torch_mspti.sim.hccl`).
 
 Launch modes, as torch_npu has them:
 
@@ -186,6 +187,9 @@ def enable(
 
         torch._register_device_module("npu", _npu_module)
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+        from . import hccl as _hccl
+
+        _hccl.register()  # torch.distributed backend "hccl" for npu tensors
         _settings_public.update(wanted, device_library=dev_lib, simulator_library=sim_lib)
         _settings = wanted
 

@@ -89,6 +89,7 @@ def run(
     out: str = "trace.json",
     device: str = "auto",
     launch_mode: str = "direct",
+    ranks: int = 2,
 ) -> int:
     """Run ``workload`` on the selected NPU, write the trace to ``out`` and print a summary.
 
@@ -98,9 +99,18 @@ def run(
     stack at that moment, so the plugin rejects those links (never an arrow from the wrong op)
     and the trace shows the kernels unlinked; the rejections are counted in diagnostics.
 
+    ``ranks`` (workload ``ddp`` only): number of ranks, one process and one device each
+    (:mod:`torch_mspti.sim.multirank`); the summary then has one line per rank.
+
     Returns a process exit code: 0 on success, 1 if the run failed, 2 for bad arguments.
     """
     from . import workloads
+
+    if workload == "ddp" and device in ("auto", "sim", "real"):
+        from .multirank import run_demo
+
+        chosen = "real" if device == "real" or (device == "auto" and real_npu_available()) else "sim"
+        return run_demo(ranks=ranks, steps=steps, size=size, out=out, device=chosen, launch_mode=launch_mode)
 
     if workload not in workloads.WORKLOADS:
         print(

@@ -8,8 +8,10 @@ They use only public torch APIs and ``device="npu"``, so the same code profiles 
   ``export_chrome_trace``.
 * ``mlp``: a 2-layer MLP training step (forward, backward, optimizer step).
 * ``transformer``: a ``torch.nn.TransformerEncoderLayer`` training step.
+* ``ddp``: the 2-layer MLP under ``DistributedDataParallel`` on this rank's device (backend ``hccl``), one
+  process per rank (:mod:`torch_mspti.sim.multirank` starts them); one trace per rank.
 
-``mlp`` and ``transformer`` are profiled with ``torch.profiler.schedule()`` and
+``mlp``, ``transformer`` and ``ddp`` are profiled with ``torch.profiler.schedule()`` and
 ``on_trace_ready=tensorboard_trace_handler(...)``; each active cycle also overwrites ``out`` with its
 chrome trace, so ``out`` holds the last cycle.
 """
@@ -24,7 +26,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule, tensorboard_trace_handler
 
-__all__ = ["WORKLOADS", "DEFAULTS", "phases", "mlp", "transformer"]
+__all__ = ["WORKLOADS", "DEFAULTS", "phases", "mlp", "transformer", "ddp"]
 
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 
@@ -58,12 +60,12 @@ def phases(size: int = 4096, out: str = "trace.json", steps: int = 1, device: st
     return out
 
 
-def _cycle_handler(trace_dir: str | None, out: str) -> Callable:
-    """tensorboard_trace_handler(trace_dir), then a copy of the cycle's trace to ``out`` (a kineto
-    trace can be saved only once)."""
+def _cycle_handler(trace_dir: str | None, out: str, worker_name: str | None = None) -> Callable:
+    """tensorboard_trace_handler(trace_dir, worker_name), then a copy of the cycle's trace to ``out`` (a
+    kineto trace can be saved only once)."""
     if not trace_dir:
         return lambda prof: prof.export_chrome_trace(out)
-    tb = tensorboard_trace_handler(trace_dir)
+    tb = tensorboard_trace_handler(trace_dir, worker_name=worker_name)
 
     def handler(prof) -> None:
         before = set(Path(trace_dir).glob("*.json")) if Path(trace_dir).is_dir() else set()
@@ -75,10 +77,20 @@ def _cycle_handler(trace_dir: str | None, out: str) -> Callable:
     return handler
 
 
-def _train(model: torch.nn.Module, make_batch: Callable, steps: int, out: str, trace_dir: str | None, lr: float) -> str:
+def _train(
+    model: torch.nn.Module,
+    make_batch: Callable,
+    steps: int,
+    out: str,
+    trace_dir: str | None,
+    lr: float,
+    worker_name: str | None = None,
+    repeat: int = 0,
+) -> str:
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
-    sched = schedule(wait=1, warmup=1, active=2, repeat=0)
-    with profile(activities=ACTIVITIES, schedule=sched, on_trace_ready=_cycle_handler(trace_dir, out)) as prof:
+    sched = schedule(wait=1, warmup=1, active=2, repeat=repeat)
+    handler = _cycle_handler(trace_dir, out, worker_name)
+    with profile(activities=ACTIVITIES, schedule=sched, on_trace_ready=handler) as prof:
         for _ in range(steps):
             x, target = make_batch()
             with record_function("forward"):
@@ -93,6 +105,10 @@ def _train(model: torch.nn.Module, make_batch: Callable, steps: int, out: str, t
     return out
 
 
+def _mlp_model(size: int) -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(size, 4 * size), torch.nn.ReLU(), torch.nn.Linear(4 * size, size))
+
+
 def mlp(
     size: int = 256,
     out: str = "trace.json",
@@ -103,14 +119,52 @@ def mlp(
 ) -> str:
     """2-layer MLP training steps (Linear-ReLU-Linear, AdamW), profiled with schedule()."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(size, 4 * size), torch.nn.ReLU(), torch.nn.Linear(4 * size, size)).to(
-        device
-    )
+    model = _mlp_model(size).to(device)
 
     def make_batch():
         return torch.randn(batch, size, device=device), torch.randn(batch, size, device=device)
 
     return _train(model, make_batch, steps, out, trace_dir, lr=1e-3)
+
+
+def ddp(
+    size: int = 256,
+    out: str = "trace.json",
+    steps: int = 4,
+    device: str = "npu",
+    trace_dir: str | None = None,
+    batch: int = 32,
+) -> str:
+    """This rank's DDP training steps of the 2-layer MLP, profiled with one schedule() cycle (wait 1,
+    warmup 1, active 2: ``steps`` >= 4) and ``tensorboard_trace_handler(trace_dir,
+    worker_name=f"rank{r}")``, so that ``trace_dir`` gets one trace per rank, each with torch's
+    ``distributedInfo`` (backend, rank, world size). Uses the initialized default process group (one
+    process per rank, each on its own device); without one it runs as a world of one rank on a free
+    localhost port. Each rank draws its own batches (seed 1000 + rank)."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from .multirank import free_port
+
+    own_group = not dist.is_initialized()
+    if own_group:
+        dist.init_process_group("hccl", rank=0, world_size=1, init_method=f"tcp://127.0.0.1:{free_port()}")
+    try:
+        rank = dist.get_rank()
+        torch.manual_seed(0)
+        model = _mlp_model(size).to(device)
+        index = torch.device(device).index
+        index = torch.npu.current_device() if index is None else index
+        wrapped = DistributedDataParallel(model, device_ids=[index])
+        torch.manual_seed(1000 + rank)
+
+        def make_batch():
+            return torch.randn(batch, size, device=device), torch.randn(batch, size, device=device)
+
+        return _train(wrapped, make_batch, steps, out, trace_dir, lr=1e-3, worker_name=f"rank{rank}", repeat=1)
+    finally:
+        if own_group:
+            dist.destroy_process_group()
 
 
 def transformer(
@@ -137,9 +191,9 @@ def transformer(
     return _train(model, make_batch, steps, out, trace_dir, lr=1e-4)
 
 
-WORKLOADS = {"phases": phases, "mlp": mlp, "transformer": transformer}
+WORKLOADS = {"phases": phases, "mlp": mlp, "transformer": transformer, "ddp": ddp}
 # (size, steps) when the caller gives none; phases' reference size is 4096, the demo uses less.
-DEFAULTS = {"phases": (1024, 1), "mlp": (256, 8), "transformer": (128, 8)}
+DEFAULTS = {"phases": (1024, 1), "mlp": (256, 8), "transformer": (128, 8), "ddp": (256, 4)}
 
 
 def run(
