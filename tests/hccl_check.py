@@ -84,6 +84,10 @@ def _collectives(rank: int, world: int, cpu_group, exact: bool) -> dict[str, str
         case(f"all_reduce_sum_{dtype}", all_reduce(rnd(11, dtype), R.SUM))
     case("all_reduce_async", all_reduce(rnd(1000), R.SUM, async_op=True))
 
+    sub = dist.new_group(ranks=list(range(world)))  # a second hccl communicator
+    x = rnd(21)
+    case("all_reduce_subgroup", lambda dev, group: _all_reduce_in(x.clone().to(dev), group or sub))
+
     x = rnd(13)
     case("broadcast", lambda dev, group: _broadcast(x.clone().to(dev), world - 1, group))
     u = (torch.arange(5) + 100 * rank).to(torch.uint16)  # gloo has no uint16: on CPU, move it as float16 bits
@@ -121,6 +125,13 @@ def _collectives(rank: int, world: int, cpu_group, exact: bool) -> dict[str, str
             except RuntimeError as exc:
                 results[name] = "ok" if "simulated hccl backend" in str(exc) else str(exc)
     return results
+
+
+def _all_reduce_in(t, group):
+    import torch.distributed as dist
+
+    dist.all_reduce(t, group=group)
+    return t
 
 
 def _broadcast(t, src, group):
@@ -289,6 +300,7 @@ def main(rank: int, world: int, out: str, device_kind: str, launch_mode: str, in
 
             result["comm_stream"] = int(torch.ops.npu_sim.communication_stream(torch.npu.current_device()))
             result["comm_name"] = hccl.communicator_name()
+            result["comm_names"] = sorted(c.comm_name for c in hccl.communicators().values())
     except Exception:
         result["error"] = traceback.format_exc()
     finally:

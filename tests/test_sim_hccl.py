@@ -162,6 +162,12 @@ def test_collectives_on_npu_equal_gloo_on_cpu(run, request):
         assert len(r["collectives"]) >= 30
 
 
+def test_each_process_group_is_its_own_communicator_named_alike_on_all_ranks(torchrun_direct):
+    names = [r["comm_names"] for r in torchrun_direct]
+    assert len(set(names[0])) == len(names[0]) >= 2 and names[0] == names[1], names
+    assert all(n.isdigit() and len(n) >= 19 for n in names[0]), names  # HCCL-style numeric names
+
+
 @pytest.mark.parametrize("run", RUNS)
 def test_ddp_and_fsdp_train_like_one_cpu_model_on_all_batches(run, request):
     for r in request.getfixturevalue(run):

@@ -126,7 +126,7 @@ def register() -> None:
     from . import hccl_ops
 
     with _lock:
-        if _registered:
+        if _registered or not dist.is_available():
             return
         dist.Backend.register_backend(BACKEND, _create_backend, extended_api=True, devices=["npu"])
         lib = torch.library.Library("c10d", "IMPL")

@@ -109,6 +109,10 @@ def _mlp_model(size: int) -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(size, 4 * size), torch.nn.ReLU(), torch.nn.Linear(4 * size, size))
 
 
+def _random_batches(batch: int, size: int, device: str) -> Callable:
+    return lambda: (torch.randn(batch, size, device=device), torch.randn(batch, size, device=device))
+
+
 def mlp(
     size: int = 256,
     out: str = "trace.json",
@@ -120,11 +124,7 @@ def mlp(
     """2-layer MLP training steps (Linear-ReLU-Linear, AdamW), profiled with schedule()."""
     torch.manual_seed(0)
     model = _mlp_model(size).to(device)
-
-    def make_batch():
-        return torch.randn(batch, size, device=device), torch.randn(batch, size, device=device)
-
-    return _train(model, make_batch, steps, out, trace_dir, lr=1e-3)
+    return _train(model, _random_batches(batch, size, device), steps, out, trace_dir, lr=1e-3)
 
 
 def ddp(
@@ -157,11 +157,8 @@ def ddp(
         index = torch.npu.current_device() if index is None else index
         wrapped = DistributedDataParallel(model, device_ids=[index])
         torch.manual_seed(1000 + rank)
-
-        def make_batch():
-            return torch.randn(batch, size, device=device), torch.randn(batch, size, device=device)
-
-        return _train(wrapped, make_batch, steps, out, trace_dir, lr=1e-3, worker_name=f"rank{rank}", repeat=1)
+        batches = _random_batches(batch, size, device)
+        return _train(wrapped, batches, steps, out, trace_dir, lr=1e-3, worker_name=f"rank{rank}", repeat=1)
     finally:
         if own_group:
             dist.destroy_process_group()
