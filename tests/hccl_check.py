@@ -87,6 +87,8 @@ def _collectives(rank: int, world: int, cpu_group, exact: bool) -> dict[str, str
     sub = dist.new_group(ranks=list(range(world)))  # a second hccl communicator
     x = rnd(21)
     case("all_reduce_subgroup", lambda dev, group: _all_reduce_in(x.clone().to(dev), group or sub))
+    mixed = dist.new_group(backend="cpu:gloo,npu:hccl")  # CPU tensors through gloo, npu ones through hccl
+    case("all_reduce_mixed_group", lambda dev, group: _all_reduce_in(x.clone().to(dev), mixed))
 
     x = rnd(13)
     case("broadcast", lambda dev, group: _broadcast(x.clone().to(dev), world - 1, group))
@@ -111,6 +113,7 @@ def _collectives(rank: int, world: int, cpu_group, exact: bool) -> dict[str, str
     x = rnd(5)
     case("reduce", lambda dev, group: _reduce(x.clone().to(dev), group))
     case("send_recv", lambda dev, group: _send_recv(rank, world, dev, group))
+    case("all_gather_object", lambda dev, group: _all_gather_object({"rank": rank, "x": [rank] * 3}, world, group))
     case("barrier", lambda dev, group: (dist.barrier(group=group), torch.ones(1))[1])
     case("future_value_on_npu", lambda dev, group: _future_value(dev, group))
     if exact:  # the simulated backend's limits (torch_npu supports these)
@@ -199,6 +202,14 @@ def _reduce(t, group):
 
     dist.reduce(t, dst=0, group=group)
     return t if dist.get_rank() == 0 else torch.zeros(0)
+
+
+def _all_gather_object(obj, world, group):
+    import torch.distributed as dist
+
+    out = [None] * world
+    dist.all_gather_object(out, obj, group=group)  # pickles through a uint8 all-gather on the group's device
+    return torch.tensor([o["rank"] for o in out] + [v for o in out for v in o["x"]])
 
 
 def _send_recv(rank, world, dev, group):
