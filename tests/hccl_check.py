@@ -238,6 +238,49 @@ def _future_value(dev, group):
     return t
 
 
+def _communication_records(rank: int, world: int) -> dict:
+    """A few collectives while a bare MSPTI consumer (test_sim_runtime_calls.RECORDER, through the C API,
+    without the profiler plugin) records COMMUNICATION and RUNTIME_API: the records, what each collective
+    should have produced ((HCCL op type, count, msptiCommunicationDataType, device ns, HCCL API), in issue
+    order)
+    and the issuing thread."""
+    import threading
+
+    import torch.distributed as dist
+    from test_sim_runtime_calls import RECORDER
+
+    from torch_mspti.sim import hccl, hccl_model
+
+    scope = {"torch": torch}
+    exec(RECORDER, scope)  # the recorder source of the runtime-call tests
+    recorder = scope["REC"]
+    dev = torch.device("npu", torch.npu.current_device())
+    model, expected = hccl.link_model(), []
+
+    def expect(c10d_name, count, dtype):
+        coll = hccl_model.COLLECTIVES[c10d_name]
+        elem = torch.empty(0, dtype=dtype).element_size()
+        duration = model.duration_ns(coll, count, elem, world)
+        expected.append((coll.kind, count, hccl_model.data_type(dtype), duration, coll.api))
+
+    recorder.start("COMMUNICATION", "RUNTIME_API")
+    dist.all_reduce(torch.ones(37, device=dev))
+    expect("allreduce", 37, torch.float32)
+    dist.broadcast(torch.arange(5, device=dev), src=0)
+    expect("broadcast", 5, torch.int64)
+    dist.all_gather_into_tensor(torch.empty(3 * world, dtype=torch.bfloat16, device=dev), torch.ones(3, dtype=torch.bfloat16, device=dev))  # fmt: skip
+    expect("_allgather_base", 3, torch.bfloat16)
+    dist.reduce_scatter_tensor(torch.empty(4, device=dev), torch.ones(4 * world, device=dev))
+    expect("_reduce_scatter_base", 4, torch.float32)
+    dist.all_to_all_single(torch.empty(2 * world, dtype=torch.int32, device=dev), torch.ones(2 * world, dtype=torch.int32, device=dev))  # fmt: skip
+    expect("all_to_all", 2, torch.int32)
+    dist.barrier()
+    expect("allreduce", 1, torch.float32)
+    records = recorder.stop()
+    apis = [a for a in records["apis"] if a["name"].startswith("Hccl")]
+    return {"comms": records["comms"], "apis": apis, "expected": expected, "caller": threading.get_native_id()}
+
+
 def _model():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
@@ -312,6 +355,7 @@ def main(rank: int, world: int, out: str, device_kind: str, launch_mode: str, in
             result["comm_stream"] = int(torch.ops.npu_sim.communication_stream(torch.npu.current_device()))
             result["comm_name"] = hccl.communicator_name()
             result["comm_names"] = sorted(c.comm_name for c in hccl.communicators().values())
+            result["records"] = _communication_records(rank, world)
     except Exception:
         result["error"] = traceback.format_exc()
     finally:

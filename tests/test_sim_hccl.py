@@ -169,6 +169,36 @@ def test_each_process_group_is_its_own_communicator_named_alike_on_all_ranks(tor
 
 
 @pytest.mark.parametrize("run", RUNS)
+def test_each_collective_is_one_communication_record_named_and_described_as_hccl_does(run, request):
+    """MSPTI's own records (read without the plugin): name, algType, commName, dataType, count, the
+    device's communication stream, the modelled duration, and an HCCL API record sharing the id."""
+    for r in request.getfixturevalue(run):
+        rec = r["records"]
+        comms = sorted(rec["comms"], key=lambda c: c["id"])
+        assert len(comms) == len(rec["expected"]), (comms, rec["expected"])
+        indices = []
+        for c, (kind, count, dtype, duration_ns, _) in zip(comms, rec["expected"], strict=True):
+            m = re.fullmatch(rf"hcom_{kind}__{r['comm_name'][-3:]}_(\d+)_1", c["name"])
+            assert m, (c["name"], kind)
+            indices.append(int(m[1]))
+            assert (c["alg"], c["comm"], c["count"], c["dtype"]) == (
+                hccl_model.ALG_TYPE,
+                r["comm_name"],
+                count,
+                dtype,
+            ), c
+            assert (c["device"], c["stream"], c["end"] - c["start"]) == (r["device"], r["comm_stream"], duration_ns), c
+        assert indices == list(range(indices[0], indices[0] + len(indices)))  # numbered in issue order
+        apis = {a["id"]: a["name"] for a in rec["apis"]}
+        assert [apis.get(c["id"]) for c in comms] == [e[4] for e in rec["expected"]], rec["apis"]
+        launchers = {a["tid"] for a in rec["apis"]}
+        if run == "torchrun_direct":
+            assert launchers == {rec["caller"]}  # direct: the collective's own thread launches
+        else:
+            assert rec["caller"] not in launchers  # queued: torch_npu's task-queue thread launches
+
+
+@pytest.mark.parametrize("run", RUNS)
 def test_ddp_and_fsdp_train_like_one_cpu_model_on_all_batches(run, request):
     for r in request.getfixturevalue(run):
         assert r["ddp_max_diff"] < 1e-6 and r["fsdp_max_diff"] < 1e-6, r

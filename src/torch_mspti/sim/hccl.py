@@ -20,10 +20,13 @@ How a collective runs (e.g. ``dist.all_reduce(t)``):
 
 Supported: all_reduce (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR; bool SUM as MAX like HCCL), broadcast,
 all_gather, all_gather_into_tensor, reduce_scatter, reduce_scatter_tensor, all_to_all, all_to_all_single,
-reduce, barrier (an all-reduce of one float, as torch_npu's), send and recv; one tensor per call. Not
-supported (clear RuntimeError): PREMUL_SUM (its factor is not visible to a Python kernel), coalesced
-collectives, gather, scatter, recv from any source. Thread-safe: collectives may be issued from several
-threads (DDP's autograd hooks), each communicator numbers its collectives under a lock.
+reduce, barrier (an all-reduce of one float, as torch_npu's), send and recv, and the coalesced
+all-gather / reduce-scatter of functional collectives (one record per tensor); one tensor per call.
+Not supported (clear RuntimeError): PREMUL_SUM (its factor is not visible to a Python kernel), the other
+coalesced collectives, gather, scatter, recv from any source, reductions of dtypes gloo lacks (int16,
+uint16/32/64, float8; moving them is fine). Real HCCL rejects BAND/BOR/BXOR; this backend accepts what
+gloo accepts. Thread-safe: collectives may be issued from several threads (DDP's autograd hooks); each
+communicator numbers its collectives under a lock.
 """
 
 from __future__ import annotations

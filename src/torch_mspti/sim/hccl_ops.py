@@ -8,10 +8,8 @@ keyword defaults.
 
 from __future__ import annotations
 
-import ctypes
 import datetime
 import threading
-import warnings
 from collections.abc import Sequence
 
 import torch
@@ -35,17 +33,7 @@ def _communicator(pg_obj) -> hccl.Communicator:
 
 
 def _cpu_alias(t: torch.Tensor) -> torch.Tensor:
-    if hasattr(torch.ops.npu_sim, "cpu_alias"):
-        return torch.ops.npu_sim.cpu_alias(t)
-    # Interim: a CPU view over the same host memory (until the device provides cpu_alias).
-    st = t.untyped_storage()
-    if st.nbytes() == 0:
-        return torch.empty(t.shape, dtype=t.dtype)
-    buf = (ctypes.c_char * st.nbytes()).from_address(st.data_ptr())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        base = torch.frombuffer(buf, dtype=torch.uint8)
-    return base.view(t.dtype).as_strided(t.size(), t.stride(), t.storage_offset())
+    return torch.ops.npu_sim.cpu_alias(t)  # a CPU tensor over the npu tensor's host memory
 
 
 def _device(tensors: Sequence[torch.Tensor]) -> torch.device:
