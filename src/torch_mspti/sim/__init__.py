@@ -4,8 +4,7 @@ Opt-in only: nothing here runs until :func:`enable` is called. ``enable()`` name
 backend ``npu``, loads the simulated device (``libtorch_mspti_npu_sim.so``: host memory, a native
 op set plus a CPU fallback for every other op), registers ``torch.npu`` and points the profiler
 plugin at the simulated MSPTI library (``libmspti_sim.so``), on whose real-time device timeline every
-op execution launches its kernels. It also registers a simulated ``hccl`` torch.distributed backend for npu
-tensors (:mod:`torch_mspti.sim.hccl`).
+op execution launches its kernels.
 
 Launch modes, as torch_npu has them:
 

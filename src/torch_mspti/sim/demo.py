@@ -93,14 +93,14 @@ def run(
 ) -> int:
     """Run ``workload`` on the selected NPU, write the trace to ``out`` and print a summary.
 
+    ``ranks`` (workload ``ddp`` only): number of ranks, one process and one device each
+    (:mod:`torch_mspti.sim.multirank`); the summary then has one line per rank.
+
     ``launch_mode`` (simulator only): ``"direct"`` launches kernels inside the op that issued
     them; ``"queued"`` launches them later from a worker thread, as torch_npu's task queue does
     (TASK_QUEUE_ENABLE=1). MSPTI then tags each launch with whatever op is on its process-global
     stack at that moment, so the plugin rejects those links (never an arrow from the wrong op)
     and the trace shows the kernels unlinked; the rejections are counted in diagnostics.
-
-    ``ranks`` (workload ``ddp`` only): number of ranks, one process and one device each
-    (:mod:`torch_mspti.sim.multirank`); the summary then has one line per rank.
 
     Returns a process exit code: 0 on success, 1 if the run failed, 2 for bad arguments.
     """

@@ -11,7 +11,7 @@ They use only public torch APIs and ``device="npu"``, so the same code profiles 
 * ``ddp``: the 2-layer MLP under ``DistributedDataParallel`` on this rank's device (backend ``hccl``), one
   process per rank (:mod:`torch_mspti.sim.multirank` starts them); one trace per rank.
 
-``mlp``, ``transformer`` and ``ddp`` are profiled with ``torch.profiler.schedule()`` and
+``mlp`` and ``transformer`` are profiled with ``torch.profiler.schedule()`` and
 ``on_trace_ready=tensorboard_trace_handler(...)``; each active cycle also overwrites ``out`` with its
 chrome trace, so ``out`` holds the last cycle.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule, tensorboard_trace_handler
 
-__all__ = ["WORKLOADS", "DEFAULTS", "phases", "mlp", "transformer", "ddp"]
+__all__ = ["WORKLOADS", "DEFAULTS", "phases", "mlp", "transformer"]
 
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 
