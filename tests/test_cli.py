@@ -339,7 +339,7 @@ def test_demo_help_shows_every_default(capsys):
     parser = cli_main_module.build_parser()
     demo = parser._subparsers._group_actions[0].choices["demo"]
     options = [a for a in demo._actions if a.option_strings and a.dest != "help"]
-    assert {a.dest for a in options} == {"workload", "steps", "size", "out", "device", "launch_mode"}
+    assert {a.dest for a in options} == {"workload", "steps", "size", "out", "device", "launch_mode", "ranks"}
     for action in options:
         assert "(default: " in action.help, action.dest
     assert main(["demo", "--help"]) == 0
@@ -675,14 +675,20 @@ def test_doctor_probe_profiles_the_simulator_in_a_child_process(capsys):
 # ------------------------------------------------------------------------------------ demo
 
 
-def test_demo_dispatches_to_the_simulator_and_returns_its_code(monkeypatch):
+def _fake_demo(monkeypatch, rc: int) -> list[dict]:
+    """Replace torch_mspti.sim.demo by a stub whose run() records its keyword arguments."""
     calls = []
     demo = types.ModuleType("torch_mspti.sim.demo")
-    demo.run = lambda **kw: calls.append(kw) or 3
+    demo.run = lambda **kw: calls.append(kw) or rc
     sim = types.ModuleType("torch_mspti.sim")
     sim.demo = demo
     monkeypatch.setitem(sys.modules, "torch_mspti.sim", sim)
     monkeypatch.setitem(sys.modules, "torch_mspti.sim.demo", demo)
+    return calls
+
+
+def test_demo_dispatches_to_the_simulator_and_returns_its_code(monkeypatch):
+    calls = _fake_demo(monkeypatch, 3)
     argv = ["demo", "--workload", "mlp", "--steps", "4", "--size", "64", "--out", "t.json", "--device", "sim"]
     assert main(argv) == 3
     assert calls == [
@@ -690,6 +696,13 @@ def test_demo_dispatches_to_the_simulator_and_returns_its_code(monkeypatch):
     ]
     assert main(["demo"]) == 3
     assert calls[-1] == {"workload": "phases", "device": "auto", "launch_mode": "direct"}
+
+
+def test_demo_passes_ranks_for_the_ddp_workload(monkeypatch):
+    calls = _fake_demo(monkeypatch, 0)
+    assert main(["demo", "--workload", "ddp", "--ranks", "4"]) == 0
+    assert calls == [{"workload": "ddp", "ranks": 4, "device": "auto", "launch_mode": "direct"}]
+    assert main(["demo", "--workload", "ddp", "--ranks", "0"]) == 2
 
 
 @pytest.mark.parametrize(

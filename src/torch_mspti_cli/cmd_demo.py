@@ -10,7 +10,12 @@ import sys
 from ._output import PROG, one_line
 
 #: workload -> (size, profiled steps) when the command line gives none.
-WORKLOAD_DEFAULTS: dict[str, tuple[int, int]] = {"phases": (1024, 1), "mlp": (256, 3), "transformer": (128, 3)}
+WORKLOAD_DEFAULTS: dict[str, tuple[int, int]] = {
+    "phases": (1024, 1),
+    "mlp": (256, 3),
+    "transformer": (128, 3),
+    "ddp": (256, 2),
+}
 DEVICES = ("auto", "sim", "real")
 LAUNCH_MODES = ("direct", "queued")
 
@@ -48,6 +53,9 @@ def add_arguments(p: argparse.ArgumentParser, count_arg) -> None:
         default="direct",
         help="simulator: launch inside the op (direct) or from a task-queue thread (queued) (default: direct)",
     )
+    p.add_argument(
+        "--ranks", type=count_arg(1), metavar="N", help="ddp: ranks, one process and one device each (default: 2)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     # Unset options are left out so the demo's own defaults apply.
     kwargs = {
         k: getattr(args, k)
-        for k in ("workload", "steps", "size", "out", "device", "launch_mode")
+        for k in ("workload", "steps", "size", "out", "device", "launch_mode", "ranks")
         if getattr(args, k) is not None
     }
     return int(demo.run(**kwargs) or 0)

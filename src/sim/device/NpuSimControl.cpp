@@ -2,6 +2,7 @@
 // torch.ops.load_library, so plain ops are its only entry points).
 #include "NpuSimRuntime.h"
 
+#include <ATen/core/dispatch/ObservedOperators.h>
 #include <torch/library.h>
 
 #include <string>
@@ -10,6 +11,20 @@
 
 namespace torch_mspti::sim {
 namespace {
+
+// The npu_sim ops stand in for runtime calls that torch_npu makes outside the dispatcher (device
+// selection, synchronize, HCCL's device launch, ...): on hardware they are no ops in a profile, so
+// RecordFunction must not observe them here either, or a collective's COMMUNICATION record would
+// be attributed to "npu_sim::launch_communication" instead of the c10d op that launched it.
+// c10 decides whether an operator is observed when its schema is registered, so the names are
+// listed before any static initializer of this library runs (priority constructors run first).
+__attribute__((constructor(101))) void register_unobserved_ops() {
+  auto& unobserved = c10::ObservedOperators::getUnobservedOperatorList();
+  for (const char* op : {"configure", "is_configured", "launch_mode", "device_count", "current_device", "set_device",
+                         "current_stream", "set_stream", "synchronize", "drain", "counters", "launch_communication",
+                         "communication_stream", "device_properties", "empty_cache", "cpu_alias"})
+    unobserved.insert(std::string("npu_sim::") + op);
+}
 
 void configure_op(const std::string& simulator, int64_t device_count, const std::string& launch_mode,
                   double duration_scale, int64_t min_duration_ns, int64_t fixed_duration_ns, int64_t queue_pickup_ns,

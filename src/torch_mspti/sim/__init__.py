@@ -272,6 +272,9 @@ def enable(
 
         torch._register_device_module("npu", _npu_module)
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+        from . import hccl as _hccl
+
+        _hccl.register()  # torch.distributed backend "hccl" for npu tensors
         _settings_public.update(wanted, device_library=dev_lib, simulator_library=sim_lib)
         _settings = wanted
 

@@ -95,8 +95,12 @@ def run(
     out: str = "trace.json",
     device: str = "auto",
     launch_mode: str = "direct",
+    ranks: int = 2,
 ) -> int:
     """Run ``workload`` on the selected NPU, write the trace to ``out`` and print a summary.
+
+    ``ranks`` (workload ``ddp`` only): number of ranks, one process and one device each
+    (:mod:`torch_mspti.sim.multirank`); the summary then has one line per rank.
 
     ``launch_mode`` (simulator only): ``"direct"`` launches kernels inside the op that issued
     them; ``"queued"`` launches them later from a worker thread, as torch_npu's task queue does
@@ -110,6 +114,12 @@ def run(
     Returns a process exit code: 0 on success, 1 if the run failed, 2 for bad arguments.
     """
     from . import workloads
+
+    if workload == "ddp" and device in ("auto", "sim", "real"):
+        from .multirank import run_demo
+
+        chosen = "real" if device == "real" or (device == "auto" and real_npu_available()) else "sim"
+        return run_demo(ranks=ranks, steps=steps, size=size, out=out, device=chosen, launch_mode=launch_mode)
 
     if workload not in workloads.WORKLOADS:
         print(

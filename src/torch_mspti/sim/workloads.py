@@ -8,6 +8,8 @@ They use only public torch APIs and ``device="npu"``, so the same code profiles 
   ``export_chrome_trace``.
 * ``mlp``: a 2-layer MLP training step (forward, backward, optimizer step).
 * ``transformer``: a ``torch.nn.TransformerEncoderLayer`` training step.
+* ``ddp``: the 2-layer MLP under ``DistributedDataParallel`` on this rank's device (backend ``hccl``), one
+  process per rank (:mod:`torch_mspti.sim.multirank` starts them); one trace per rank.
 
 ``steps`` is the number of profiled steps, >= 1, for every workload. ``mlp`` and ``transformer``
 run one warm-up step and then ``steps`` active steps under ``torch.profiler.schedule(wait=0,
@@ -62,28 +64,41 @@ def phases(size: int = 4096, out: str = "trace.json", steps: int = 1, device: st
     return out
 
 
-def _cycle_handler(trace_dir: str | None, out: str) -> Callable:
-    """tensorboard_trace_handler(trace_dir), then a copy of the cycle's trace to ``out`` (a kineto
-    trace can be saved only once)."""
+def _cycle_handler(trace_dir: str | None, out: str, worker_name: str | None = None) -> Callable:
+    """tensorboard_trace_handler(trace_dir, worker_name), then a copy of the cycle's trace to ``out`` (a
+    kineto trace can be saved only once)."""
     if not trace_dir:
         return lambda prof: prof.export_chrome_trace(out)
-    tb = tensorboard_trace_handler(trace_dir)
+    tb = tensorboard_trace_handler(trace_dir, worker_name=worker_name)
+
+    # Only this worker's files: other ranks write into the same directory at the same time.
+    pattern = f"{worker_name}.*.json" if worker_name else "*.json"
 
     def handler(prof) -> None:
-        before = set(Path(trace_dir).glob("*.json")) if Path(trace_dir).is_dir() else set()
+        before = set(Path(trace_dir).glob(pattern)) if Path(trace_dir).is_dir() else set()
         tb(prof)
-        written = sorted(set(Path(trace_dir).glob("*.json")) - before, key=lambda p: p.stat().st_mtime)
+        written = sorted(set(Path(trace_dir).glob(pattern)) - before, key=lambda p: p.stat().st_mtime)
         if written:
             shutil.copyfile(written[-1], out)
 
     return handler
 
 
-def _train(model: torch.nn.Module, make_batch: Callable, steps: int, out: str, trace_dir: str | None, lr: float) -> str:
-    """One warm-up step, then ``steps`` profiled steps in one schedule cycle."""
+def _train(
+    model: torch.nn.Module,
+    make_batch: Callable,
+    steps: int,
+    out: str,
+    trace_dir: str | None,
+    lr: float,
+    worker_name: str | None = None,
+) -> str:
+    """One warm-up step, then ``steps`` profiled steps in one schedule cycle; the trace goes to ``out``
+    and, with ``trace_dir``, to ``tensorboard_trace_handler(trace_dir, worker_name)``."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     sched = schedule(wait=0, warmup=1, active=steps, repeat=1)
-    with profile(activities=ACTIVITIES, schedule=sched, on_trace_ready=_cycle_handler(trace_dir, out)) as prof:
+    handler = _cycle_handler(trace_dir, out, worker_name)
+    with profile(activities=ACTIVITIES, schedule=sched, on_trace_ready=handler) as prof:
         for _ in range(1 + steps):
             x, target = make_batch()
             with record_function("forward"):
@@ -98,6 +113,14 @@ def _train(model: torch.nn.Module, make_batch: Callable, steps: int, out: str, t
     return out
 
 
+def _mlp_model(size: int) -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(size, 4 * size), torch.nn.ReLU(), torch.nn.Linear(4 * size, size))
+
+
+def _random_batches(batch: int, size: int, device: str) -> Callable:
+    return lambda: (torch.randn(batch, size, device=device), torch.randn(batch, size, device=device))
+
+
 def mlp(
     size: int = 256,
     out: str = "trace.json",
@@ -108,14 +131,45 @@ def mlp(
 ) -> str:
     """2-layer MLP training steps (Linear-ReLU-Linear, AdamW): ``steps`` profiled after one warm-up."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(size, 4 * size), torch.nn.ReLU(), torch.nn.Linear(4 * size, size)).to(
-        device
-    )
+    model = _mlp_model(size).to(device)
+    return _train(model, _random_batches(batch, size, device), steps, out, trace_dir, lr=1e-3)
 
-    def make_batch():
-        return torch.randn(batch, size, device=device), torch.randn(batch, size, device=device)
 
-    return _train(model, make_batch, steps, out, trace_dir, lr=1e-3)
+def ddp(
+    size: int = 256,
+    out: str = "trace.json",
+    steps: int = 2,
+    device: str = "npu",
+    trace_dir: str | None = None,
+    batch: int = 32,
+) -> str:
+    """This rank's DDP training steps of the 2-layer MLP: one warm-up step, then ``steps`` profiled
+    steps in one schedule() cycle, with ``tensorboard_trace_handler(trace_dir,
+    worker_name=f"rank{r}")``, so that ``trace_dir`` gets one trace per rank, each with torch's
+    ``distributedInfo`` (backend, rank, world size). Uses the initialized default process group (one
+    process per rank, each on its own device); without one it runs as a world of one rank on a free
+    localhost port. Each rank draws its own batches (seed 1000 + rank)."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from .multirank import free_port
+
+    own_group = not dist.is_initialized()
+    if own_group:
+        dist.init_process_group("hccl", rank=0, world_size=1, init_method=f"tcp://127.0.0.1:{free_port()}")
+    try:
+        rank = dist.get_rank()
+        torch.manual_seed(0)
+        model = _mlp_model(size).to(device)
+        index = torch.device(device).index
+        index = torch.npu.current_device() if index is None else index
+        wrapped = DistributedDataParallel(model, device_ids=[index])
+        torch.manual_seed(1000 + rank)
+        batches = _random_batches(batch, size, device)
+        return _train(wrapped, batches, steps, out, trace_dir, lr=1e-3, worker_name=f"rank{rank}")
+    finally:
+        if own_group:
+            dist.destroy_process_group()
 
 
 def transformer(
@@ -143,7 +197,7 @@ def transformer(
     return _train(model, make_batch, steps, out, trace_dir, lr=1e-4)
 
 
-WORKLOADS = {"phases": phases, "mlp": mlp, "transformer": transformer}
+WORKLOADS = {"phases": phases, "mlp": mlp, "transformer": transformer, "ddp": ddp}
 # (size, profiled steps) when the caller gives none (shared with the CLI's --help); phases'
 # reference size is 4096, the demo uses less.
 DEFAULTS = WORKLOAD_DEFAULTS

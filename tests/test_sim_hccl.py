@@ -1,0 +1,338 @@
+"""The simulated ``hccl`` backend (torch_mspti.sim.hccl) and its per-rank traces.
+
+Multi-process runs (each a module fixture, every run one process per rank on this machine):
+
+* ``torchrun_direct``: ``torchrun --standalone --nproc-per-node 2 tests/hccl_check.py``, direct launches;
+* ``spawn_queued``: ``torch.multiprocessing.spawn`` of the same check, queued launches (torch_npu's task
+  queue);
+* ``demo``: ``torch-mspti demo --workload ddp --ranks 2``.
+
+hccl_check.py compares every collective with gloo on CPU, trains DDP and FSDP against a CPU model and
+profiles the ``ddp`` workload (one trace per rank). The communication-row tests assert the trace format
+of /work/tools/trace-format.md ("Collectives"): rows named as MSPTI names them on the device's
+communication stream, linked to their ops, with the collective's metadata under kineto's NCCL keys.
+The hardware test at the end runs the same check on real devices with torch_npu's hccl
+(docs/multi-rank-hardware-test.md).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from hw_support import parse_devices
+from sim_support import require_simulator
+
+from torch_mspti.sim import hccl_model
+
+TESTS = Path(__file__).resolve().parent
+CHECK = TESTS / "hccl_check.py"
+RANKS = 2
+HOST_OPS = {c.host_op: c for c in hccl_model.COLLECTIVES.values()}
+
+
+# ------------------------------------------------------------------------------------------ model
+
+
+def test_op_names_are_hccls_with_the_communicator_digits_and_index():
+    ar = hccl_model.COLLECTIVES["allreduce"]
+    assert hccl_model.op_name(ar, "16898834563344171674", 0) == "hcom_allReduce__674_0_1"
+    assert hccl_model.op_name(hccl_model.COLLECTIVES["recv"], "5862276093215481612", 12) == "hcom_receive__612_12_1"
+    assert hccl_model.op_name(hccl_model.COLLECTIVES["reduce_scatter"], "7", 3) == "hcom_reduceScatter__007_3_1"
+
+
+def test_data_types_are_mspti_communication_data_types():
+    expected = {torch.int8: 0, torch.int32: 2, torch.float16: 3, torch.float32: 4, torch.int64: 5}
+    expected.update({torch.uint8: 7, torch.bool: 7, torch.float64: 10, torch.bfloat16: 11})
+    assert {d: hccl_model.data_type(d) for d in expected} == expected
+    with pytest.raises(TypeError, match="cannot communicate torch.complex64"):
+        hccl_model.data_type(torch.complex64)
+
+
+def test_link_model_is_latency_plus_ring_traffic_over_bandwidth():
+    m = hccl_model.LinkModel(bandwidth_gb_s=10.0, latency_us=5.0)
+    ar, ag = hccl_model.COLLECTIVES["allreduce"], hccl_model.COLLECTIVES["_allgather_base"]
+    assert m.duration_ns(ar, 1000, 4, 1) == 5000  # one rank: latency only
+    assert m.duration_ns(ar, 1000, 4, 4) == 5000 + int(2 * 3 / 4 * 4000 / 10)
+    assert m.duration_ns(ag, 1000, 2, 4) == 5000 + int(3 * 2000 / 10)
+    with pytest.raises(ValueError, match="bandwidth_gb_s"):
+        hccl_model.LinkModel(bandwidth_gb_s=0)
+
+
+# ------------------------------------------------------------------------------------------ runs
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="1", OMP_NUM_THREADS="1", **extra)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    return env
+
+
+def _results(out: Path, proc: subprocess.CompletedProcess, ranks: int = RANKS) -> list[dict]:
+    files = [out / f"result_rank{r}.json" for r in range(ranks)]
+    missing = [f.name for f in files if not f.is_file()]
+    assert not missing, f"no {missing} (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    results = [json.loads(f.read_text()) for f in files]
+    for r in results:
+        assert "error" not in r, f"rank {r['rank']} failed:\n{r['error']}"
+    return results
+
+
+def _torchrun(out: Path, device: str, launch_mode: str, ranks: int, env: dict[str, str]) -> list[dict]:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", str(CHECK)]
+    cmd += ["--out", str(out), "--device", device, "--launch-mode", launch_mode]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=out)
+    return _results(out, proc, ranks)
+
+
+def _once(tmp_path_factory, name: str, make):
+    """``make(out_dir)`` once per test session, even with xdist: the workers share the session's base
+    directory, the first one runs it under a lock and the others read its JSON result (a failed run is
+    retried by the next worker, which then reports its own failure)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    done = root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.is_file():
+            return json.loads(done.read_text())
+        out = root / name
+        out.mkdir(exist_ok=True)
+        result = make(out)
+        done.write_text(json.dumps(result))
+        return result
+
+
+@pytest.fixture(scope="module")
+def torchrun_direct(tmp_path_factory) -> list[dict]:
+    require_simulator()
+    return _once(tmp_path_factory, "hccl_torchrun", lambda out: _torchrun(out, "sim", "direct", RANKS, _env()))
+
+
+def _spawn(out: Path, launch_mode: str) -> list[dict]:
+    code = (
+        f"import sys; sys.path.insert(0, {str(TESTS)!r})\n"
+        "import torch.multiprocessing as mp, hccl_check\n"
+        "from torch_mspti.sim.multirank import free_port\n"
+        f"mp.spawn(hccl_check.spawn_main, args=({RANKS}, free_port(), {str(out)!r}, 'sim', {launch_mode!r}), nprocs={RANKS})\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=_env())
+    return _results(out, proc)
+
+
+@pytest.fixture(scope="module")
+def spawn_queued(tmp_path_factory) -> list[dict]:
+    require_simulator()
+    return _once(tmp_path_factory, "hccl_spawn", lambda out: _spawn(out, "queued"))
+
+
+RUNS = ["torchrun_direct", "spawn_queued"]
+
+
+def _events(path: str) -> list[dict]:
+    return json.loads(Path(path).read_text())["traceEvents"]
+
+
+def _comm_rows(events: list[dict]) -> list[dict]:
+    rows = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("hcom_")]
+    return sorted(rows, key=lambda e: e["ts"])
+
+
+def _host_comm_ops(events: list[dict]) -> list[dict]:
+    return [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e.get("name") in HOST_OPS]
+
+
+# ------------------------------------------------------------------------------------------ results
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_collectives_on_npu_equal_gloo_on_cpu(run, request):
+    for r in request.getfixturevalue(run):
+        bad = {name: why for name, why in r["collectives"].items() if why != "ok"}
+        assert not bad, f"rank {r['rank']}: {bad}"
+        assert len(r["collectives"]) >= 30
+
+
+def test_each_process_group_is_its_own_communicator_named_alike_on_all_ranks(torchrun_direct):
+    names = [r["comm_names"] for r in torchrun_direct]
+    assert len(set(names[0])) == len(names[0]) >= 3 and names[0] == names[1], names
+    assert all(n.isdigit() and len(n) >= 19 for n in names[0]), names  # HCCL-style numeric names
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_each_collective_is_one_communication_record_named_and_described_as_hccl_does(run, request):
+    """MSPTI's own records (read without the plugin): name, algType, commName, dataType, count, the
+    device's communication stream, the modelled duration, and an HCCL API record sharing the id."""
+    for r in request.getfixturevalue(run):
+        rec = r["records"]
+        comms = sorted(rec["comms"], key=lambda c: c["id"])
+        assert len(comms) == len(rec["expected"]), (comms, rec["expected"])
+        indices = []
+        for c, (kind, count, dtype, duration_ns, _) in zip(comms, rec["expected"], strict=True):
+            m = re.fullmatch(rf"hcom_{kind}__{r['comm_name'][-3:]}_(\d+)_1", c["name"])
+            assert m, (c["name"], kind)
+            indices.append(int(m[1]))
+            assert (c["alg"], c["comm"], c["count"], c["dtype"]) == (
+                hccl_model.ALG_TYPE,
+                r["comm_name"],
+                count,
+                dtype,
+            ), c
+            assert (c["device"], c["stream"], c["end"] - c["start"]) == (r["device"], r["comm_stream"], duration_ns), c
+        assert indices == list(range(indices[0], indices[0] + len(indices)))  # numbered in issue order
+        apis = {a["id"]: a["name"] for a in rec["apis"]}
+        assert [apis.get(c["id"]) for c in comms] == [e[4] for e in rec["expected"]], rec["apis"]
+        launchers = {a["tid"] for a in rec["apis"]}
+        if run == "torchrun_direct":
+            assert launchers == {rec["caller"]}  # direct: the collective's own thread launches
+        else:
+            assert rec["caller"] not in launchers  # queued: torch_npu's task-queue thread launches
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_ddp_and_fsdp_train_like_one_cpu_model_on_all_batches(run, request):
+    for r in request.getfixturevalue(run):
+        assert r["ddp_max_diff"] < 1e-6 and r["fsdp_max_diff"] < 1e-6, r
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_each_rank_writes_one_trace_with_its_distributed_info(run, request):
+    results = request.getfixturevalue(run)
+    files = sorted(Path(results[0]["trace_dir"]).glob("*.json"))
+    assert [f.name.split(".")[0] for f in files] == [f"rank{r}" for r in range(RANKS)], files
+    for r, f in enumerate(files):
+        info = json.loads(f.read_text())["distributedInfo"]
+        assert (info["backend"], info["rank"], info["world_size"]) == ("hccl", r, RANKS), info
+        assert results[r]["device"] == r  # one simulated device per rank
+
+
+# ------------------------------------------------------------------------------------------ trace rows
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_collectives_are_rows_on_the_devices_communication_stream(run, request):
+    results = request.getfixturevalue(run)
+    names = []
+    for r in results:
+        rows = _comm_rows(_events(r["trace"]))
+        assert rows, f"rank {r['rank']}: no communication rows (hcom_*) in {r['trace']}"
+        digits = r["comm_name"][-3:]
+        for row in rows:
+            assert re.fullmatch(rf"hcom_(allReduce|broadcast)__{digits}_\d+_1", row["name"]), row["name"]
+            assert row["cat"] == "kernel" and (row["pid"], row["tid"]) == (r["device"], r["comm_stream"]), row
+        names.append([row["name"] for row in rows])
+    assert names[0] == names[1]  # every rank numbers the same collectives alike, as HCCL does
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_communication_rows_carry_the_collective_metadata(run, request):
+    for r in request.getfixturevalue(run):
+        rows = _comm_rows(_events(r["trace"]))
+        allreduces = [row for row in rows if row["name"].startswith("hcom_allReduce_")]
+        assert allreduces, f"rank {r['rank']}: no all-reduce rows"
+        for row in rows:
+            a = row.get("args", {})
+            assert (a.get("device"), a.get("stream")) == (r["device"], r["comm_stream"]), a
+            assert a.get("algorithm") == hccl_model.ALG_TYPE and a.get("Process Group Name") == r["comm_name"], a
+            # MSPTI's record has one element count: "In msg nelems"; "Out msg nelems" would be a guess.
+            assert isinstance(a.get("correlation"), int) and "Out msg nelems" not in a, a
+        for row in allreduces:  # DDP's one bucket holds every gradient of the model
+            a = row["args"]
+            assert (a.get("Collective name"), a.get("dtype")) == ("allreduce", "Float"), a
+            assert a.get("In msg nelems") == r["model_numel"] and a.get("bytes") == 4 * r["model_numel"], a
+
+
+def test_communication_rows_are_linked_to_the_ops_that_launched_them(torchrun_direct):
+    for r in torchrun_direct:
+        events = _events(r["trace"])
+        ops = {
+            e["args"]["External id"]: e
+            for e in events
+            if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})
+        }
+        finishes = {e.get("id") for e in events if e.get("ph") == "f" and e.get("cat") == "ac2g"}
+        rows = _comm_rows(events)
+        assert rows, f"rank {r['rank']}: no communication rows"
+        linked_ops = []
+        for row in rows:
+            op = ops.get(row["args"].get("External id"))
+            assert op is not None, f"{row['name']} is not linked to an op: {row['args']}"
+            assert op["name"] in HOST_OPS and row["name"].startswith(f"hcom_{HOST_OPS[op['name']].kind}_"), (op, row)
+            assert row["args"]["correlation"] in finishes, f"no arrow ends on {row['name']}"
+            linked_ops.append(op["args"]["External id"])
+        host = [e["args"]["External id"] for e in _host_comm_ops(events)]
+        assert sorted(linked_ops) == sorted(host)  # one row per collective op, none without its row
+
+
+# ------------------------------------------------------------------------------------------ demo
+
+
+def _demo(out_dir: Path) -> dict:
+    out = out_dir / "trace.json"
+    cmd = [sys.executable, "-m", "torch_mspti", "demo", "--workload", "ddp", "--ranks", str(RANKS)]
+    cmd += ["--out", str(out), "--device", "sim", "--size", "32"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env())
+    return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "out": str(out)}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    require_simulator()
+    run = _once(tmp_path_factory, "hccl_demo", _demo)
+    return subprocess.CompletedProcess([], run["rc"], run["stdout"], run["stderr"]), Path(run["out"])
+
+
+def test_demo_runs_one_process_per_rank_and_prints_a_summary_per_rank(demo):
+    proc, out = demo
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for r in range(RANKS):
+        line = next((ln for ln in proc.stdout.splitlines() if ln.strip().startswith(f"rank {r} ")), "")
+        assert "backend hccl world 2" in line and "kernels " in line and "linked " in line, proc.stdout
+        assert str(out.with_name(f"trace_rank{r}.json")) in proc.stdout
+    tb = out.with_name("trace_tb")
+    assert str(tb) in proc.stdout
+    assert sorted(f.name.split(".")[0] for f in tb.glob("*.json")) == ["rank0", "rank1"]
+
+
+def test_demo_summary_counts_the_linked_collectives(demo):
+    proc, _ = demo
+    for r in range(RANKS):
+        line = next(ln for ln in proc.stdout.splitlines() if ln.strip().startswith(f"rank {r} "))
+        m = re.search(r"collectives (\d+) \((\d+) linked; (\d+) c10d ops\)", line)
+        assert m and int(m[1]) > 0 and int(m[2]) == int(m[1]), line
+
+
+# ------------------------------------------------------------------------------------------ hardware
+
+DDP_DEVICES_ENV = "TORCH_MSPTI_TEST_DDP_DEVICES"
+
+
+@pytest.mark.npu
+def test_real_devices_run_the_same_check_with_torch_npus_hccl(tmp_path):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.skip("multi-rank hardware test: run it outside xdist (docs/multi-rank-hardware-test.md)")
+    devices = parse_devices(os.environ.get(DDP_DEVICES_ENV) or "0")
+    if len(devices) < 2:
+        pytest.skip(f"multi-rank hardware test: set {DDP_DEVICES_ENV} to >= 2 device ids, e.g. 0,1")
+    env = _env(ASCEND_RT_VISIBLE_DEVICES=",".join(devices), TASK_QUEUE_ENABLE="0")
+    results = _torchrun(tmp_path, "real", "direct", len(devices), env)
+    for r in results:
+        bad = {name: why for name, why in r["collectives"].items() if why != "ok"}
+        assert not bad and r["ddp_max_diff"] < 1e-4 and r["fsdp_max_diff"] < 1e-4, (bad, r)
+        events = _events(r["trace"])
+        rows = _comm_rows(events)
+        assert rows and all("External id" in row.get("args", {}) for row in rows), rows[:3]
+        comm = {id(row) for row in rows}
+        compute = {(e["pid"], e["tid"]) for e in events if e.get("cat") == "kernel" and id(e) not in comm}
+        assert not compute & {(row["pid"], row["tid"]) for row in rows}  # HCCL has its own streams
+        info = json.loads(Path(r["trace"]).read_text())["distributedInfo"]
+        assert (info["backend"], info["rank"], info["world_size"]) == ("hccl", r["rank"], len(devices))
