@@ -12,7 +12,7 @@ profiles the ``ddp`` workload (one trace per rank). The communication-row tests 
 of /work/tools/trace-format.md ("Collectives"): rows named as MSPTI names them on the device's
 communication stream, linked to their ops, with the collective's metadata under kineto's NCCL keys.
 The hardware test at the end runs the same check on real devices with torch_npu's hccl
-(docs/multi-rank-hardware-test.md).
+(docs/multi-rank.md, "On Ascend hardware").
 """
 
 from __future__ import annotations
@@ -319,7 +319,7 @@ DDP_DEVICES_ENV = "TORCH_MSPTI_TEST_DDP_DEVICES"
 @pytest.mark.npu
 def test_real_devices_run_the_same_check_with_torch_npus_hccl(tmp_path):
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        pytest.skip("multi-rank hardware test: run it outside xdist (docs/multi-rank-hardware-test.md)")
+        pytest.skip("multi-rank hardware test: run it outside xdist (docs/multi-rank.md, section On Ascend hardware)")
     devices = parse_devices(os.environ.get(DDP_DEVICES_ENV) or "0")
     if len(devices) < 2:
         pytest.skip(f"multi-rank hardware test: set {DDP_DEVICES_ENV} to >= 2 device ids, e.g. 0,1")
