@@ -124,9 +124,9 @@ bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
   const bool copies = kind == MSPTI_ACTIVITY_KIND_MEMCPY || kind == MSPTI_ACTIVITY_KIND_MEMSET;
   if (res == MSPTI_ERROR_WITHOUT_LD_PRELOAD || (res == MSPTI_SUCCESS && copies && !deps_.config.libmsptiPreloaded))
     note = fmt::format(
-        "{} records need libmspti.so in LD_PRELOAD from process start (mspti.md 5.5): run with "
-        "LD_PRELOAD=<CANN>/lib64/libmspti.so",
-        kindName(kind));
+        "{} records need libmspti.so in LD_PRELOAD from process start (MSPTI 26.x intercepts memory calls "
+        "only then): run with LD_PRELOAD={}",
+        kindName(kind), preloadHint());
   else if (res == MSPTI_ERROR_INVALID_PARAMETER)
     note = fmt::format("this MSPTI does not know {} (added in a later generation)", kindName(kind));
   else if (res != MSPTI_SUCCESS) note = describeCall("msptiActivityEnable", kindName(kind), res);
@@ -300,9 +300,9 @@ void MsptiActivityProfilerSession::collect() {
   if (kernelRecords == 0 && drain.pendingLaunches > 0 && store_->knowsLaunches())
     warnOnce("no-kernels",
              fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL record: CANN releases before 9.1 "
-                         "deliver kernels only when libmspti.so is preloaded at process start "
-                         "(LD_PRELOAD=<CANN>/lib64/libmspti.so, mspti.md 5.5)",
-                         drain.pendingLaunches));
+                         "deliver kernels only when libmspti.so is preloaded at process start: run with "
+                         "LD_PRELOAD={}",
+                         drain.pendingLaunches, preloadHint()));
   else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0)
     warnOnce("timeout", fmt::format("torch-mspti: the drain timed out after {} ms with {} launches still without "
                                     "device records (raise drain_timeout_ms)",
@@ -434,6 +434,11 @@ SessionReport MsptiActivityProfilerSession::report() const {
   r.counters = counters_;
   r.drain = drain_;
   return r;
+}
+
+std::string MsptiActivityProfilerSession::preloadHint() const {
+  const LibraryReport lib = deps_.libraryReport ? deps_.libraryReport() : LibraryReport{};
+  return lib.path.empty() ? std::string("<CANN>/lib64/libmspti.so") : lib.path;
 }
 
 std::string MsptiActivityProfilerSession::healthJson() const {

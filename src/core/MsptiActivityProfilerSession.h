@@ -111,6 +111,8 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::string healthJson() const;
 
  private:
+  // The library to name in an LD_PRELOAD fix: the loaded one, else CANN's usual place.
+  std::string preloadHint() const;
   bool subscribe();                  // constructor's body
   void reclaimCallbacks() noexcept;  // registers our buffer callbacks again (once per request)
   bool arm();                        // start()'s body; false when collection could not start
