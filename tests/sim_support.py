@@ -34,8 +34,12 @@ def simulator_available() -> tuple[bool, str]:
     """Whether torch_mspti.sim, the device library and the MSPTI simulator can be found."""
     code = (
         "import os, torch_mspti.sim as s\n"
-        "d, m = s.device_library(), s.simulator_library()\n"
-        "print(os.path.exists(d) and os.path.exists(m), d, m)\n"
+        "try:\n"
+        "    d, m = s.device_library(), s.simulator_library()\n"
+        "except FileNotFoundError as exc:\n"
+        "    print(False, 'missing:', str(exc).replace(' ', '_'))\n"
+        "else:\n"
+        "    print(True, d, m)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:

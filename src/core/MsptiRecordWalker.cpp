@@ -54,6 +54,20 @@ uint32_t rawField(const uint8_t* record, size_t offset) {
   return v;
 }
 
+// A device row with the fields every device record has: kind, times, correlation id, and where it
+// ran (`device`, `stream`: the record's own fields, which sit in a struct in some kinds).
+template <class Record>
+DeviceRecord& appendDeviceRow(WalkResult& out, uint32_t kind, const Record& rec, uint32_t device, uint32_t stream) {
+  DeviceRecord& r = out.devices.emplace_back();
+  r.kind = kind;
+  r.start = static_cast<int64_t>(rec.start);
+  r.end = static_cast<int64_t>(rec.end);
+  r.correlationId = rec.correlationId;
+  r.deviceId = device;
+  r.streamId = stream;
+  return r;
+}
+
 }  // namespace
 
 void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, NameTable* names, WalkResult& out) {
@@ -84,13 +98,7 @@ void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, NameTable*
         case RecordRole::kKernel: {
           msptiActivityKernel k;
           std::memcpy(&k, p, sizeof(k));
-          DeviceRecord& r = out.devices.emplace_back();
-          r.kind = kind;
-          r.start = static_cast<int64_t>(k.start);
-          r.end = static_cast<int64_t>(k.end);
-          r.correlationId = k.correlationId;
-          r.deviceId = k.ds.deviceId;
-          r.streamId = k.ds.streamId;
+          DeviceRecord& r = appendDeviceRow(out, kind, k, k.ds.deviceId, k.ds.streamId);
           r.name = intern(k.name);
           r.detail = intern(k.type);
           break;
@@ -98,15 +106,9 @@ void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, NameTable*
         case RecordRole::kCommunication: {
           msptiActivityCommunication c;
           std::memcpy(&c, p, sizeof(c));
-          DeviceRecord& r = out.devices.emplace_back();
-          r.kind = kind;
+          DeviceRecord& r = appendDeviceRow(out, kind, c, c.ds.deviceId, c.ds.streamId);
           r.subkind = rawField(p, offsetof(msptiActivityCommunication, dataType));
           r.count = c.count;
-          r.start = static_cast<int64_t>(c.start);
-          r.end = static_cast<int64_t>(c.end);
-          r.correlationId = c.correlationId;
-          r.deviceId = c.ds.deviceId;
-          r.streamId = c.ds.streamId;
           r.name = intern(c.name);
           r.detail = intern(c.algType);
           r.group = intern(c.commName);
@@ -115,30 +117,18 @@ void MsptiRecordWalker::walk(const uint8_t* buffer, size_t validSize, NameTable*
         case RecordRole::kMemcpy: {
           msptiActivityMemcpy m;
           std::memcpy(&m, p, sizeof(m));
-          DeviceRecord& r = out.devices.emplace_back();
-          r.kind = kind;
+          DeviceRecord& r = appendDeviceRow(out, kind, m, m.deviceId, m.streamId);
           r.subkind = rawField(p, offsetof(msptiActivityMemcpy, copyKind));
           r.count = m.bytes;
-          r.start = static_cast<int64_t>(m.start);
-          r.end = static_cast<int64_t>(m.end);
-          r.correlationId = m.correlationId;
-          r.deviceId = m.deviceId;
-          r.streamId = m.streamId;
           r.isAsync = m.isAsync != 0;
           break;
         }
         case RecordRole::kMemset: {
           msptiActivityMemset m;
           std::memcpy(&m, p, sizeof(m));
-          DeviceRecord& r = out.devices.emplace_back();
-          r.kind = kind;
+          DeviceRecord& r = appendDeviceRow(out, kind, m, m.deviceId, m.streamId);
           r.subkind = m.value;
           r.count = m.bytes;
-          r.start = static_cast<int64_t>(m.start);
-          r.end = static_cast<int64_t>(m.end);
-          r.correlationId = m.correlationId;
-          r.deviceId = m.deviceId;
-          r.streamId = m.streamId;
           r.isAsync = m.isAsync != 0;
           break;
         }

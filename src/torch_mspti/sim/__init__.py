@@ -24,8 +24,9 @@ import ctypes
 import os
 import sys
 import threading
-from pathlib import Path
 from typing import Any
+
+from torch_mspti import _paths
 
 __all__ = [
     "enable",
@@ -40,46 +41,24 @@ __all__ = [
 ]
 
 LAUNCH_MODES = ("queued", "direct")
-_DEVICE_LIB_ENV = "TORCH_MSPTI_NPU_SIM_LIBRARY"
-_SIM_LIB_ENV = "TORCH_MSPTI_SIM_LIBRARY"
-_DEVICE_LIB_NAME = "libtorch_mspti_npu_sim.so"
-_SIM_LIB_NAME = "libmspti_sim.so"
 
 _lock = threading.Lock()
 _settings: dict[str, Any] | None = None
 _settings_public: dict[str, Any] = {}
 
 
-def _package_lib_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "lib"
-
-
 def device_library() -> str:
-    """Path of the simulated device library (env ``TORCH_MSPTI_NPU_SIM_LIBRARY`` wins)."""
-    try:
-        from torch_mspti import _paths
-
-        return str(_paths.npu_device_library())
-    except (ImportError, AttributeError, FileNotFoundError):
-        pass
-    env = os.environ.get(_DEVICE_LIB_ENV)
-    if env:
-        return env
-    return str(_package_lib_dir() / _DEVICE_LIB_NAME)
+    """Absolute path of the simulated NPU device library (``torch_mspti/lib``; the environment
+    variable ``TORCH_MSPTI_NPU_SIM_LIBRARY`` overrides it). Raises FileNotFoundError naming the
+    path when the file is missing (a broken install)."""
+    return _paths.npu_device_library()
 
 
 def simulator_library() -> str:
-    """Path of the simulated MSPTI library that both the device and the plugin use."""
-    try:
-        from torch_mspti import _paths  # provided by the package; honours TORCH_MSPTI_SIM_LIBRARY
-
-        return str(_paths.simulator_library())
-    except (ImportError, AttributeError, FileNotFoundError):
-        pass
-    env = os.environ.get(_SIM_LIB_ENV)
-    if env:
-        return env
-    return str(_package_lib_dir() / _SIM_LIB_NAME)
+    """Absolute path of the default simulated MSPTI (``torch_mspti.simulator_library()``; the
+    environment variable ``TORCH_MSPTI_SIM_LIBRARY`` overrides it). Raises FileNotFoundError naming
+    the path when the file is missing."""
+    return _paths.simulator_library()
 
 
 def _refuse(reason: str) -> None:
@@ -163,8 +142,6 @@ def _simulator_for_plugin() -> str:
     """The simulated MSPTI that both the device and the plugin will use: the plugin's explicit
     choice when it is one of torch-mspti's simulator libraries, else the default simulator.
     Refuses (RuntimeError) when the plugin is set to, or already has loaded, another library."""
-    from torch_mspti import _paths
-
     chosen, how = _plugin_library_choice()
     if chosen is None:
         return simulator_library()
@@ -242,11 +219,13 @@ def enable(
                 f"re-enabled with {wanted} in the same process."
             )
         _check_preconditions(torch)
-        dev_lib = device_library()
-        sim_lib = _simulator_for_plugin()
-        for what, path in (("simulated device library", dev_lib), ("MSPTI simulator", sim_lib)):
-            if not os.path.exists(path):
-                _refuse(f"{what} not found at {path}; is torch-mspti installed with its lib/ directory?")
+        try:
+            dev_lib = device_library()
+            sim_lib = _simulator_for_plugin()
+        except FileNotFoundError as exc:
+            _refuse(str(exc))
+        if not os.path.exists(sim_lib):
+            _refuse(f"MSPTI simulator not found at {sim_lib}; is torch-mspti installed with its lib/ directory?")
 
         previous = torch_mspti.config.library_path
         torch_mspti.use_library(sim_lib)  # RuntimeError if the plugin already loaded another library
