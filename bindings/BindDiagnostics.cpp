@@ -50,7 +50,7 @@ nb::object peerObject(const PeerBackend& p) {
 
 nb::object lastTraceObject(int v) { return v < 0 ? nb::none() : nb::object(nb::bool_(v == 1)); }
 
-nb::dict pluginDict(const PluginReport& r) {
+nb::typed<nb::dict, nb::str, nb::any> pluginDict(const PluginReport& r) {
   nb::dict d;
   d["registered"] = r.registration.registered;
   d["forwarded_to_kineto"] = r.factoryCalled;  // kineto instantiated our profiler
@@ -104,7 +104,7 @@ nb::dict capabilities(const LibraryReport& r, const std::vector<EnableOutcome>& 
   return caps;
 }
 
-nb::dict libraryDict(const LibraryReport& r) {
+nb::typed<nb::dict, nb::str, nb::any> libraryDict(const LibraryReport& r) {
   nb::dict d, symbols, notes;
   d["attempted"] = r.attempted;
   d["available"] = r.available;
@@ -143,10 +143,10 @@ const std::deque<std::string>& counterNames() {
 }
 
 template <typename Fn>
-nb::object written(Fn&& fn) {
+nb::typed<nb::dict, nb::str, nb::any> written(Fn&& fn) {
   PyDictWriter w;
   fn(w);
-  return w.result();
+  return nb::borrow<nb::dict>(w.result());
 }
 
 }  // namespace
@@ -169,7 +169,7 @@ void bindDiagnostics(nb::module_& m) {
       .def_prop_ro(
           "records_by_kind",
           [](const SessionCounters& c) {
-            nb::dict d;
+            nb::typed<nb::dict, nb::str, int> d;
             for (int k = 1; k < MSPTI_ACTIVITY_KIND_COUNT; ++k)
               if (c.recordsByKind[k]) d[kindName(static_cast<uint32_t>(k))] = c.recordsByKind[k];
             return d;

@@ -23,8 +23,8 @@ inline nanobind::object pyTextOrNone(const std::string& s) {
   return s.empty() ? nanobind::none() : nanobind::object(pyText(s));
 }
 
-inline nanobind::list pyTexts(const std::vector<std::string>& v) {
-  nanobind::list out;
+inline nanobind::typed<nanobind::list, nanobind::str> pyTexts(const std::vector<std::string>& v) {
+  nanobind::typed<nanobind::list, nanobind::str> out;
   for (const auto& s : v) out.append(pyText(s));
   return out;
 }
