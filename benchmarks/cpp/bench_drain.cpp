@@ -91,12 +91,11 @@ struct Consumer {
   }
 };
 
-// The kinds the plugin's session enables for a CONCURRENT_KERNEL trace with the default settings
-// (checked against the session's report in runPlugin): the floor enables the same, so that it
-// pays the same driver flushes on Disable (one per KERNEL and COMMUNICATION in MSPTI 26.1).
-const std::vector<msptiActivityKind> kPluginKinds = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_COMMUNICATION,
-                                                     MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                                                     MSPTI_ACTIVITY_KIND_RUNTIME_API};
+// The kinds the plugin's session enables for a CONCURRENT_KERNEL trace (checked against the
+// session's report in runPlugin): the floor enables the same, so that it pays the same driver
+// flushes on Disable (one per KERNEL and COMMUNICATION in MSPTI 26.1). --communication=0 runs the
+// plugin with enable_communication=false (and the floor without COMMUNICATION).
+std::vector<msptiActivityKind> gPluginKinds;
 
 ArmResult runPlugin(const bench::Sim& sim, int64_t n) {
   SessionDeps deps = bench::context().sessionDeps();
@@ -107,7 +106,7 @@ ArmResult runPlugin(const bench::Sim& sim, int64_t n) {
   s->start();
   if (!s->errors().empty()) throw std::runtime_error("session start: " + s->errors().front());
   std::vector<std::string> kinds;
-  for (auto k : kPluginKinds) kinds.push_back(kindName(k));
+  for (auto k : gPluginKinds) kinds.push_back(kindName(k));
   if (s->report().enabledKinds != kinds) throw std::runtime_error("the session enabled other kinds than the floor");
   launchAll(sim, n, [&](uint64_t id) { s->pushCorrelationId(id); }, [&] { s->popCorrelationId(); });
   const int64_t t0 = bench::nowNs();
@@ -166,7 +165,7 @@ ArmResult runBaseline(const bench::Sim& sim, int64_t n) {
 // 26.1), one FlushAll, Unsubscribe, one more FlushAll; nothing else. Same pool and store as the
 // plugin. Its time is what the simulator itself takes to hand over the tail.
 ArmResult runFloor(const bench::Sim& sim, int64_t n) {
-  const std::vector<msptiActivityKind>& kinds = kPluginKinds;
+  const std::vector<msptiActivityKind>& kinds = gPluginKinds;
   Consumer c = Consumer::start("floor", kinds);
   const MsptiFunctions& f = *c.f;
   MsptiActivityApi& api = c.api;
@@ -195,6 +194,12 @@ int runDrain(const bench::Args& args) {
   const int64_t reps = args.i("reps", 5);
   const int64_t delayMs = args.i("delay_ms", 200);
   const int64_t flushMs = args.i("driver_flush_ms", 20);
+  const bool communication = args.i("communication", 1) != 0;
+  gPluginKinds = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                  MSPTI_ACTIVITY_KIND_RUNTIME_API};
+  if (communication) gPluginKinds.insert(gPluginKinds.begin() + 1, MSPTI_ACTIVITY_KIND_COMMUNICATION);
+  const std::string err = bench::context().config.setBool("enable_communication", communication);
+  if (!err.empty()) throw std::runtime_error(err);
   const bench::Sim& sim = bench::loadSim();
 
   bench::Json variantsJson;
@@ -254,6 +259,7 @@ int runDrain(const bench::Args& args) {
       .num("reps", static_cast<double>(reps))
       .num("delivery_delay_ms", static_cast<double>(delayMs))
       .num("driver_flush_ms", static_cast<double>(flushMs))
+      .num("communication", communication)
       .num("kernel_ns", kKernelNs);
   out.str("bench", "drain").obj("params", params).obj("variants", variantsJson).num("ok", ok);
   std::cout << out.str() << std::endl;
