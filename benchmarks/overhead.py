@@ -1,4 +1,4 @@
-"""B1b: host overhead of profiling small ops on the simulated NPU, plugin on versus off.
+"""Host overhead of profiling small ops on the simulated NPU, plugin on versus off (B1b).
 
 Run by run.py in a fresh interpreter (torch_mspti.sim.enable() renames PrivateUse1 for good):
 
@@ -8,9 +8,9 @@ Workload: N tiny in-place ops (``x.zero_()`` on a 1-element npu tensor: ~3 us of
 kernel each) on the simulated NPU in direct launch mode (the launch runs inside the op, on its
 thread, as torch_npu with TASK_QUEUE_ENABLE=0), then ``torch.npu.synchronize()``; the timed
 region is that loop plus the synchronize, inside the ``with profile(...)`` block (profiler start
-and stop/processing are not timed: they are B2 and B3). ``gc.collect()`` runs before each timed
-loop: the previous arm's profiler results are cyclic garbage whose collection would otherwise
-land in whichever arm comes next.
+and stop/processing are not timed: the drain and trace-processing benchmarks measure them).
+``gc.collect()`` runs before each timed loop: the previous arm's profiler results are cyclic
+garbage whose collection would otherwise land in whichever arm comes next.
 
 Arms, order rotated over R rounds after one discarded warm-up round:
   plugin    profile(activities=[CPU, PrivateUse1]): torch-mspti's session collects the kernels
@@ -28,8 +28,9 @@ Figure: median over rounds of t(plugin) / t(cpu_only); target <= 1.05. Split int
 t(pu1_idle) / t(cpu_only) (torch + kineto) and t(plugin) / t(pu1_idle) (the plugin's collection:
 push/pop into MSPTI, EXTERNAL_CORRELATION and RUNTIME_API records, buffer completions).
 Completeness: the plugin's session reports exactly the kernels the device launched in its arm
-(torch_mspti.diagnostics().last_session["kernels"]), and the consumer counted every kernel of its
-arm; anything else fails the benchmark.
+(``diagnostics().to_dict()["last_session"]["rows"]["kernels"]``), each linked to its op and
+verified (``["links"]["verified"]``), and the consumer counted every kernel of its arm; anything
+else fails the benchmark.
 """
 
 from __future__ import annotations
@@ -93,9 +94,10 @@ def main() -> None:
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]):
             t = loop()
         launched = sim.device_counters()["kernels"] - k0
-        got = torch_mspti.diagnostics(load_library=False).last_session["kernels"]
-        if got != launched or launched != a.ops:
-            raise CompletenessError(f"plugin arm: {launched} kernels launched, {got} collected")
+        last = torch_mspti.diagnostics(load_library=False).to_dict()["last_session"]
+        got, verified = last["rows"]["kernels"], last["links"]["verified"]
+        if got != launched or launched != a.ops or verified != got:
+            raise CompletenessError(f"plugin arm: {launched} kernels launched, {got} collected, {verified} verified")
         return t
 
     def arm_cpu_only() -> float:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""torch-mspti benchmark runner: one command for every figure of issue 6.
+"""torch-mspti benchmark runner: one command for every figure of benchmarks/README.md.
 
     python benchmarks/run.py [--smoke] [--json out.json] [--build-dir DIR] [--only B1a,B2,...]
 
@@ -179,7 +179,11 @@ def ge(stats: dict[str, Any], limit: float) -> bool:
 
 def fig_pushpop(d: dict[str, Any], f: Figures) -> None:
     arms = {k: summarize(v) for k, v in d["arms"].items()}
-    d["summary"] = arms
+    share = summarize([p - c for p, c in zip(d["arms"]["plugin_noop"], d["arms"]["direct_noop"], strict=False)])
+    iters = d["params"]["iters"]
+    per_op = {kind: {k: max(v) / iters for k, v in d[kind].items()} for kind in ("heap_calls", "lock_calls")}
+    d["summary"] = {"arms": arms, "plugin_share": share, "calls_per_op_max": per_op}
+    call = arms["direct_noop"]["median"]
     f.add(
         "B1a",
         "push+pop per op, plugin -> no-op MSPTI",
@@ -187,7 +191,35 @@ def fig_pushpop(d: dict[str, Any], f: Figures) -> None:
         "ns/op",
         "<= 50",
         le(arms["plugin_noop"], 50),
-        f"call alone {arms['direct_noop']['median']:.1f} ns",
+        f"of which the no-op call alone {call:.1f} ns; disarmed {arms['disarmed']['median']:.1f} ns",
+    )
+    f.add(
+        "B1a",
+        "  plugin share (plugin -> no-op MSPTI minus the call alone, per round)",
+        share,
+        "ns/op",
+        "<= 50",
+        le(share, 50),
+    )
+    first = d["first_session"]
+    f.add(
+        "B1a",
+        "  heap calls per op, steady state (max over rounds)",
+        {"median": per_op["heap_calls"]["plugin_noop"]},
+        "calls/op",
+        "0",
+        per_op["heap_calls"]["plugin_noop"] == 0,
+        f"first session on the thread: {first['heap_calls']:.0f} calls for {iters:,} ops "
+        f"(op log grows by {d['params']['log_chunk_ids']:,} ids per chunk), {first['ns_per_op']:.1f} ns/op",
+    )
+    f.add(
+        "B1a",
+        "  lock calls per op, steady state (max over rounds)",
+        {"median": per_op["lock_calls"]["plugin_noop"]},
+        "calls/op",
+        "0",
+        per_op["lock_calls"]["plugin_noop"] == 0,
+        f"probe check: the simulator's locked stack shows {per_op['lock_calls']['plugin_sim']:.0f} per op",
     )
     f.add(
         "B1c",
@@ -196,7 +228,7 @@ def fig_pushpop(d: dict[str, Any], f: Figures) -> None:
         "ns/op",
         "report",
         None,
-        f"simulator alone {arms['direct_sim']['median']:.1f} ns; disarmed {arms['disarmed']['median']:.1f} ns",
+        f"simulator alone {arms['direct_sim']['median']:.1f} ns",
     )
     f.add(
         "B1c",
@@ -256,15 +288,19 @@ def fig_process(d: dict[str, Any], f: Figures) -> None:
     for n, a in d["sizes"].items():
         n_ = int(n)
         rate = summarize([n_ / s for s in a["seconds"]])
+        prep = summarize([n_ / s for s in a["prepare_seconds"]])
+        both = summarize([n_ / (s + p) for s, p in zip(a["seconds"], a["prepare_seconds"], strict=False)])
         floor = summarize([n_ / s for s in a["floor_seconds"]])
         over = ratio_summary(a["seconds"], a["floor_seconds"])
-        ours = (a["store_bytes"] + a["transient_peak_bytes"]) / n_
+        parts = {k: a[k] / n_ for k in ("store_bytes", "table_bytes", "log_bytes", "transient_peak_bytes")}
+        ours = sum(parts.values())
         d["summary"][n] = {
             "kernels_per_s": rate,
+            "prepare_kernels_per_s": prep,
+            "prepare_and_process_kernels_per_s": both,
             "floor_kernels_per_s": floor,
             "time_over_floor": over,
-            "store_bytes_per_kernel": a["store_bytes"] / n_,
-            "transient_bytes_per_kernel": a["transient_peak_bytes"] / n_,
+            **{f"{k}_per_kernel": v for k, v in parts.items()},
             "kineto_activity_bytes_per_kernel": a["activity_bytes"] / n_,
         }
         f.add(
@@ -278,12 +314,22 @@ def fig_process(d: dict[str, Any], f: Figures) -> None:
         )
         f.add(
             "B3",
+            f"  stop()'s launch table, {n_:,} kernels",
+            prep,
+            "kernels/s",
+            "report",
+            None,
+            f"with processTrace: {both['median']:.3g} kernels/s",
+        )
+        f.add(
+            "B3",
             f"our bytes per kernel, {n_:,} kernels",
             {"median": ours},
             "B/kernel",
             "<= 400",
             ours <= 400,
-            f"store {a['store_bytes'] / n_:.0f} + transient {a['transient_peak_bytes'] / n_:.0f}; "
+            f"store {parts['store_bytes']:.0f} + launch table {parts['table_bytes']:.0f} + op log "
+            f"{parts['log_bytes']:.0f} + transient {parts['transient_peak_bytes']:.0f}; "
             f"kineto's activities {a['activity_bytes'] / n_:.0f}",
         )
 
@@ -378,20 +424,22 @@ BENCHES: list[tuple[str, str, str, Callable[[dict[str, Any], Figures], None]]] =
 
 
 def fig_cross(report: dict[str, Any], f: Figures) -> None:
-    """processTrace per kernel (B3, C++ harness) against torch's exit per CPU op (B3py), both at the
-    B3py size when B3 ran it: two processes, so no interleaving; reported, with the caveat."""
+    """The work after collection per kernel (B3, C++ harness: stop()'s launch table + processTrace)
+    against torch's exit per CPU op (B3py), both at the B3py size when B3 ran it: two processes, so
+    no interleaving; reported, with the caveat."""
     b3, b3py = report["benchmarks"].get("process"), report["benchmarks"].get("trace_processing")
     if not (b3 and b3py and b3.get("ok") and b3py.get("ok")):
         return
     n = b3py["params"]["n"]
     if str(n) not in b3.get("sizes", {}):
         return
-    ours_us = [s / n * 1e6 for s in b3["sizes"][str(n)]["seconds"]]
+    sizes = b3["sizes"][str(n)]
+    ours_us = [(s + p) / n * 1e6 for s, p in zip(sizes["seconds"], sizes["prepare_seconds"], strict=False)]
     torch_us = b3py["per_unit_us"]["exit"]["torch_per_op"]["median"]
     stats = summarize([u / torch_us for u in ours_us])
     f.add(
         "B3x",
-        f"processTrace us per kernel (C++) / torch exit us per op, n={n:,}",
+        f"launch table + processTrace us per kernel (C++) / torch exit us per op, n={n:,}",
         stats,
         "x",
         "<= 1",

@@ -1,4 +1,4 @@
-"""B3, Python path: what collecting N kernels adds to the profiler's exit, events() and
+"""Trace processing through torch (B3py): what collecting N kernels adds to the profiler's exit, events() and
 export_chrome_trace(), next to what torch spends on N CPU ops, all in one process.
 
     python benchmarks/trace_processing.py [--n N] [--reps R] [--json out]
@@ -15,8 +15,8 @@ with torch's per-op cost torch_ops / N (target: per-kernel cost no higher than p
 the exit; events() and export are torch's own code handling our activities, reported).
 Simulator: records are delivered 2 ms after each kernel and the driver flush takes 1 ms, so the
 drain inside the exit is a few ms (B2 measures the drain itself).
-Completeness: the plugin's session reports exactly N kernels, events() holds N PrivateUse1
-kernel events, and the exported trace holds N "kernel" events.
+Completeness: the plugin's session reports exactly N kernels, each linked to its op and verified,
+events() holds N PrivateUse1 kernel events, and the exported trace holds N "kernel" events.
 """
 
 from __future__ import annotations
@@ -88,15 +88,17 @@ def main() -> None:
         torch.npu.synchronize()
 
     def check_plugin(p, evs, path):
-        got = torch_mspti.diagnostics(load_library=False).last_session["kernels"]
+        last = torch_mspti.diagnostics(load_library=False).to_dict()["last_session"]
+        got, verified = last["rows"]["kernels"], last["links"]["verified"]
         in_events = sum(1 for e in evs if e.device_type == torch.autograd.DeviceType.PrivateUse1)
         with open(path) as f:
             data = json.load(f)
         events = data["traceEvents"] if isinstance(data, dict) else data
         exported = sum(1 for e in events if e.get("cat") == "kernel")
-        if not (got == n and in_events == n and exported == n):
+        if not (got == n and verified == n and in_events == n and exported == n):
             raise CompletenessError(
-                f"npu_plugin: {n} kernels launched; session {got}, events() {in_events}, export {exported}"
+                f"npu_plugin: {n} kernels launched; session {got} ({verified} verified links), "
+                f"events() {in_events}, export {exported}"
             )
 
     arms = {

@@ -1,6 +1,7 @@
-// Shared helpers of torch_mspti_bench: clocks, argument parsing, a tiny JSON emitter, the
-// simulator's control functions, and an allocation tracker (operator new/delete are replaced in
-// bench_main.cpp; tracking is off unless a benchmark turns it on around the code it measures).
+// Shared helpers of the C++ benchmarks: clocks, argument parsing, a tiny JSON emitter, the
+// simulator's control functions, and the process probes of BenchProbe.cpp (operator new byte
+// tracking, off unless a benchmark turns it on around the code it measures; per-thread counts of
+// heap and lock calls, always on).
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "PluginContext.h"
 #include "mspti_sim.h"
 
 namespace bench {
@@ -109,15 +111,30 @@ struct Sim {
   }
 };
 
-// Loads the simulator through the plugin's MsptiLibrary (library_path = MSPTI_SIM_PATH) and
-// resolves its control API from that copy.
+// Loads the simulator through the process context's MsptiLibrary (library_path =
+// MSPTI_SIM_PATH) and resolves its control API from that copy (BenchSim.cpp). Each binary that
+// compiles BenchSim.cpp (the executable, libbench_pushpop.so) has its own core and context.
 const Sim& loadSim();
+torch_mspti::PluginContext& context();
 
-// Allocation tracker (bench_main.cpp): bytes currently allocated through operator new while
-// tracking, and the peak.
+// Allocation tracker (BenchProbe.cpp, the executable only): bytes currently allocated through
+// operator new while tracking, and the peak.
 void trackAllocations(bool on);
 int64_t trackedBytes();
 int64_t trackedPeak();
 void resetTrackedPeak();
+
+// Calls made by the calling thread since it started (BenchProbe.cpp replaces these functions for
+// the whole process, libraries included): heap = malloc, calloc, realloc, memalign,
+// posix_memalign, aligned_alloc, valloc (operator new included: it calls malloc); locks =
+// pthread_mutex_lock/trylock and pthread_rwlock_rdlock/wrlock (std::mutex and std::shared_mutex
+// included). Handed to libbench_pushpop.so as function pointers, so it reads the executable's
+// counters.
+struct ThreadCalls {
+  uint64_t heap = 0;
+  uint64_t locks = 0;
+};
+using ThreadCallsFn = ThreadCalls (*)();
+ThreadCalls threadCalls();
 
 }  // namespace bench

@@ -1,6 +1,7 @@
-/* libbench_consumer.so: a bare MSPTI consumer for B1b (benchmarks/overhead.py, via ctypes).
+/* libbench_consumer.so: a bare MSPTI consumer for the small-op overhead benchmark
+ * (benchmarks/overhead.py, via ctypes).
  *
- * In the CPU-only arm of B1b torch-mspti's session does not run, yet the simulator must do the
+ * In that benchmark's CPU-only arm torch-mspti's session does not run, yet the simulator must do the
  * work it does whenever kernel collection is on (mint ids, write kernel records, call buffer
  * callbacks), so that the ratio of the two arms isolates what the plugin adds. This consumer is
  * the minimum that makes MSPTI record: Subscribe -> RegisterCallbacks -> Enable(KERNEL), buffers

@@ -1,4 +1,4 @@
-// B2: stop() latency and completeness against the simulator, the plugin's session versus the
+// stop() latency and completeness against the simulator (B2): the plugin's session versus the
 // reference implementation's drain (torch_npu's MsptiActivityProfilerPoc, mspti.md 9) run in the
 // same process, arms alternating (ABBA) within each size.
 //
@@ -6,20 +6,25 @@
 //   variant "pull"   : disable_pulls=1, driver_flush_ns=20 ms (MSPTI 26.1: Disable pulls what
 //                      has ended, then the parser stops; drop_after_disable=1)
 //   variant "nopull" : disable_pulls=0, drop_after_disable=0 (Disable pulls nothing; records keep
-//                      arriving on their own schedule until Unsubscribe)
+//                      arriving on their own schedule until Unsubscribe), as before MSPTI 26.1;
+//                      the plugin runs with drain_order=poll_first, what `auto` picks on such a
+//                      library (it lacks msptiActivityIsEnabled; the simulator does not hide it)
 // Workload per arm: N launches of one short kernel, each inside an op's push/pop (as torch
 // brackets every op), then msptiSimSynchronize (torch.profiler synchronizes the device before
 // stopping), then the timed stop.
-//   plugin   : MsptiActivityProfilerSession configure -> start -> launches -> sync -> stop()
-//              timed; processTrace() afterwards; lost = N - CONCURRENT_KERNEL activities built
+//   plugin   : MsptiActivityProfilerSession (the process context's parts, default settings:
+//              KERNEL, COMMUNICATION, EXTERNAL_CORRELATION, RUNTIME_API) configure -> start ->
+//              launches -> sync -> stop() timed; processTrace() afterwards; lost = N -
+//              CONCURRENT_KERNEL activities built
 //   baseline : Subscribe, RegisterCallbacks (the plugin's buffer pool into a fresh RecordStore),
 //              Enable KERNEL, COMMUNICATION, ACL_API, EXTERNAL_CORRELATION; push/pop CUSTOM0
 //              directly; stop = FlushAll, sleep 25 ms, repeated until three consecutive polls
 //              add no record (at most 400 polls), then Disable each kind, Unsubscribe,
 //              FlushAll, sleep 25 ms; lost = N - KERNEL records received
-//   floor    : (variant "pull" only, first in each repeat) Disable, FlushAll, Unsubscribe,
-//              FlushAll and nothing else: what the simulator itself needs to hand over the tail
-//              (driver flush, writing the pulled records, our completion callbacks)
+//   floor    : (variant "pull" only, first in each repeat) the plugin's kinds enabled; stop =
+//              Disable, FlushAll, Unsubscribe, FlushAll and nothing else: what the simulator
+//              itself needs to hand over the tail (a driver flush per Disable of KERNEL and of
+//              COMMUNICATION, writing the pulled records, our completion callbacks)
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -27,13 +32,11 @@
 #include <set>
 #include <thread>
 
+#include "ActivityKinds.h"
 #include "BenchCommon.h"
 #include "BenchLogger.h"
-#include "Config.h"
 #include "MsptiActivityApi.h"
 #include "MsptiActivityProfilerSession.h"
-#include "MsptiBufferPool.h"
-#include "MsptiLibrary.h"
 #include "RecordStore.h"
 
 namespace {
@@ -59,21 +62,52 @@ void launchAll(const bench::Sim& sim, int64_t n, Push push, Pop pop) {
   sim.synchronize(-1);
 }
 
-std::string field(const std::string& json, const std::string& key) {
-  auto p = json.find("\"" + key + "\":");
-  if (p == std::string::npos) return "";
-  p += key.size() + 3;
-  auto q = json.find_first_of(",}", p);
-  std::string v = json.substr(p, q - p);
-  v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
-  return v;
-}
+// A bare consumer on the process context's buffer pool: Subscribe, RegisterCallbacks, Enable
+// `kinds`; its records go to a fresh RecordStore.
+struct Consumer {
+  const MsptiFunctions* f = nullptr;
+  MsptiActivityApi api;
+  std::shared_ptr<RecordStore> store = std::make_shared<RecordStore>(0);
+  msptiSubscriberHandle sub = nullptr;
+
+  static Consumer start(const char* who, const std::vector<msptiActivityKind>& kinds) {
+    PluginContext& ctx = bench::context();
+    Consumer c{&ctx.library.functions(), MsptiActivityApi(ctx.library.functions())};
+    ctx.pool.configure(8u << 20, 64);
+    ctx.pool.bindCallbacks();
+    if (c.api.subscribe(&c.sub) != MSPTI_SUCCESS) throw std::runtime_error(std::string(who) + ": subscribe failed");
+    ctx.pool.setSink(c.store);
+    if (c.api.registerCallbacks(&MsptiBufferPool::onRequest, &MsptiBufferPool::onComplete) != MSPTI_SUCCESS)
+      throw std::runtime_error(std::string(who) + ": register failed");
+    for (auto k : kinds)
+      if (c.api.enable(k) != MSPTI_SUCCESS) throw std::runtime_error(std::string(who) + ": enable " + kindName(k));
+    return c;
+  }
+  // Detaches the store from the pool and returns the KERNEL records it received.
+  int64_t finish() {
+    bench::context().pool.setSink(nullptr);
+    store->seal();
+    return static_cast<int64_t>(store->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL]);
+  }
+};
+
+// The kinds the plugin's session enables for a CONCURRENT_KERNEL trace (checked against the
+// session's report in runPlugin): the floor enables the same, so that it pays the same driver
+// flushes on Disable (one per KERNEL and COMMUNICATION in MSPTI 26.1). --communication=0 runs the
+// plugin with enable_communication=false (and the floor without COMMUNICATION).
+std::vector<msptiActivityKind> gPluginKinds;
 
 ArmResult runPlugin(const bench::Sim& sim, int64_t n) {
+  SessionDeps deps = bench::context().sessionDeps();
+  uint64_t warnings = 0;
+  deps.warn = [&](const std::string&) { ++warnings; };  // counted, not printed: no ops in this trace
   auto s = std::make_unique<MsptiActivityProfilerSession>(
-      Config::instance().snapshot(), std::set<libkineto::ActivityType>{libkineto::ActivityType::CONCURRENT_KERNEL});
+      std::move(deps), std::set<libkineto::ActivityType>{libkineto::ActivityType::CONCURRENT_KERNEL});
   s->start();
   if (!s->errors().empty()) throw std::runtime_error("session start: " + s->errors().front());
+  std::vector<std::string> kinds;
+  for (auto k : gPluginKinds) kinds.push_back(kindName(k));
+  if (s->report().enabledKinds != kinds) throw std::runtime_error("the session enabled other kinds than the floor");
   launchAll(sim, n, [&](uint64_t id) { s->pushCorrelationId(id); }, [&] { s->popCorrelationId(); });
   const int64_t t0 = bench::nowNs();
   s->stop();
@@ -83,26 +117,18 @@ ArmResult runPlugin(const bench::Sim& sim, int64_t n) {
   ArmResult r;
   r.stopMs = static_cast<double>(t1 - t0) / kMs;
   r.lost = n - static_cast<int64_t>(logger.kernels);
-  const auto meta = s->getMetadata();
-  r.detail = field(meta.at("torch_mspti"), "exit_reason");
+  const auto report = s->report();
+  r.detail = report.drain ? report.drain->exitReason : "none";
   return r;
 }
 
 ArmResult runBaseline(const bench::Sim& sim, int64_t n) {
-  const MsptiFunctions& f = MsptiLibrary::instance().functions();
-  MsptiActivityApi api(f);
-  MsptiBufferPool& pool = MsptiBufferPool::instance();
-  auto store = std::make_shared<RecordStore>(0);
-  pool.configure(8u << 20, 64);
-  msptiSubscriberHandle sub = nullptr;
-  if (api.subscribe(&sub) != MSPTI_SUCCESS) throw std::runtime_error("baseline: subscribe failed");
-  pool.setSink(store);
-  if (api.registerCallbacks(&MsptiBufferPool::onRequest, &MsptiBufferPool::onComplete) != MSPTI_SUCCESS)
-    throw std::runtime_error("baseline: register failed");
-  const msptiActivityKind kinds[] = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_COMMUNICATION,
-                                     MSPTI_ACTIVITY_KIND_ACL_API, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-  for (auto k : kinds)
-    if (api.enable(k) != MSPTI_SUCCESS) throw std::runtime_error(std::string("baseline: enable ") + kindName(k));
+  const std::vector<msptiActivityKind> kinds = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_COMMUNICATION,
+                                                MSPTI_ACTIVITY_KIND_ACL_API, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+  Consumer c = Consumer::start("baseline", kinds);
+  const MsptiFunctions& f = *c.f;
+  MsptiActivityApi& api = c.api;
+  auto& store = c.store;
   launchAll(
       sim, n, [&](uint64_t id) { f.pushExternalCorrelationId(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id); },
       [&] {
@@ -123,15 +149,14 @@ ArmResult runBaseline(const bench::Sim& sim, int64_t n) {
     if (quiet >= 3) break;
   }
   for (auto k : kinds) api.disable(k);
-  api.unsubscribe(sub);
+  api.unsubscribe(c.sub);
   f.flushAll(1);
   std::this_thread::sleep_for(std::chrono::milliseconds(25));
   const int64_t t1 = bench::nowNs();
-  pool.setSink(nullptr);
 
   ArmResult r;
   r.stopMs = static_cast<double>(t1 - t0) / kMs;
-  r.lost = n - static_cast<int64_t>(store->kernels().size());
+  r.lost = n - c.finish();
   r.detail = std::to_string(polls) + " polls";
   return r;
 }
@@ -140,20 +165,10 @@ ArmResult runBaseline(const bench::Sim& sim, int64_t n) {
 // 26.1), one FlushAll, Unsubscribe, one more FlushAll; nothing else. Same pool and store as the
 // plugin. Its time is what the simulator itself takes to hand over the tail.
 ArmResult runFloor(const bench::Sim& sim, int64_t n) {
-  const MsptiFunctions& f = MsptiLibrary::instance().functions();
-  MsptiActivityApi api(f);
-  MsptiBufferPool& pool = MsptiBufferPool::instance();
-  auto store = std::make_shared<RecordStore>(0);
-  pool.configure(8u << 20, 64);
-  msptiSubscriberHandle sub = nullptr;
-  if (api.subscribe(&sub) != MSPTI_SUCCESS) throw std::runtime_error("floor: subscribe failed");
-  pool.setSink(store);
-  if (api.registerCallbacks(&MsptiBufferPool::onRequest, &MsptiBufferPool::onComplete) != MSPTI_SUCCESS)
-    throw std::runtime_error("floor: register failed");
-  const msptiActivityKind kinds[] = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                                     MSPTI_ACTIVITY_KIND_RUNTIME_API};
-  for (auto k : kinds)
-    if (api.enable(k) != MSPTI_SUCCESS) throw std::runtime_error(std::string("floor: enable ") + kindName(k));
+  const std::vector<msptiActivityKind>& kinds = gPluginKinds;
+  Consumer c = Consumer::start("floor", kinds);
+  const MsptiFunctions& f = *c.f;
+  MsptiActivityApi& api = c.api;
   launchAll(
       sim, n, [&](uint64_t id) { f.pushExternalCorrelationId(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id); },
       [&] {
@@ -163,13 +178,12 @@ ArmResult runFloor(const bench::Sim& sim, int64_t n) {
   const int64_t t0 = bench::nowNs();
   for (auto k : kinds) api.disable(k);
   f.flushAll(1);
-  api.unsubscribe(sub);
+  api.unsubscribe(c.sub);
   f.flushAll(1);
   const int64_t t1 = bench::nowNs();
-  pool.setSink(nullptr);
   ArmResult r;
   r.stopMs = static_cast<double>(t1 - t0) / kMs;
-  r.lost = n - static_cast<int64_t>(store->kernels().size());
+  r.lost = n - c.finish();
   return r;
 }
 
@@ -180,6 +194,12 @@ int runDrain(const bench::Args& args) {
   const int64_t reps = args.i("reps", 5);
   const int64_t delayMs = args.i("delay_ms", 200);
   const int64_t flushMs = args.i("driver_flush_ms", 20);
+  const bool communication = args.i("communication", 1) != 0;
+  gPluginKinds = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                  MSPTI_ACTIVITY_KIND_RUNTIME_API};
+  if (communication) gPluginKinds.insert(gPluginKinds.begin() + 1, MSPTI_ACTIVITY_KIND_COMMUNICATION);
+  const std::string err = bench::context().config.setBool("enable_communication", communication);
+  if (!err.empty()) throw std::runtime_error(err);
   const bench::Sim& sim = bench::loadSim();
 
   bench::Json variantsJson;
@@ -192,6 +212,10 @@ int runDrain(const bench::Args& args) {
       sim.set("driver_flush_ns", flushMs * kMs);
       sim.set("disable_pulls", variant == "pull" ? 1 : 0);
       sim.set("drop_after_disable", variant == "pull" ? 1 : 0);
+      // A library whose Disable does not pull (before 26.1) has no msptiActivityIsEnabled, so
+      // drain_order=auto polls first there; the simulator keeps the symbol, so say it.
+      const std::string err = bench::context().config.setText("drain_order", variant == "pull" ? "auto" : "poll_first");
+      if (!err.empty()) throw std::runtime_error(err);
       std::vector<double> stopP, stopB, lostP, lostB, stopF, lostF;
       std::string reasons, polls;
       for (int64_t r = 0; r < reps; ++r) {
@@ -235,6 +259,7 @@ int runDrain(const bench::Args& args) {
       .num("reps", static_cast<double>(reps))
       .num("delivery_delay_ms", static_cast<double>(delayMs))
       .num("driver_flush_ms", static_cast<double>(flushMs))
+      .num("communication", communication)
       .num("kernel_ns", kKernelNs);
   out.str("bench", "drain").obj("params", params).obj("variants", variantsJson).num("ok", ok);
   std::cout << out.str() << std::endl;

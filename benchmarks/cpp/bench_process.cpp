@@ -1,22 +1,39 @@
-// B3 (C++ level): processTrace's work on N kernels: kernels/s and our resident bytes per kernel.
+// The work after collection on N kernels (B3): kernels/s of processTrace, of what stop() prepares
+// for it, and our resident bytes per kernel.
 //
-// A RecordStore is filled directly with what MSPTI would have delivered for N launches of one
-// kernel each, inside ops (per launch: one CUSTOM0 EXTERNAL_CORRELATION, one RUNTIME_API and one
-// KERNEL record; 64 distinct kernel names, 3 types, 4 streams), in batches of 40k records as the
-// completion callback appends them. Then, timed: buildActivities() (links through a fake
-// getLinkedActivity callback that looks the op id up in a hash map, as kineto's does) and the
-// logging of every activity into a logger that keeps pointers (kineto's MemoryTraceLogger does
-// the same), i.e. the body of MsptiActivityProfilerSession::processTrace.
-// Memory (one untimed pass per size):
+// A synthetic session as MSPTI, torch and kineto leave it: N ops on one thread (op i spans
+// [t_i, t_i + 900 ns] and has torch correlation id i + 1), each launching one kernel. Per launch
+// MSPTI's records: one CUSTOM0 EXTERNAL_CORRELATION (the op's id), one RUNTIME_API
+// "LaunchKernelV2" on the op's thread at [t_i + 100, t_i + 300] and one KERNEL at
+// [t_i + 500, t_i + 800] (64 distinct names, 3 types, 4 streams), appended to a RecordStore in
+// batches of 40k records as the completion callback appends them. The forwarder's op log holds
+// ids 1..N for the thread; a fake getLinkedActivity looks each id up in a hash map (as kineto's
+// does) and returns a CPU op activity with the op's interval. Every kernel is then linked,
+// verified (its launch lies in the op the hint names).
+// Timed, each repeat on a freshly filled store:
+//   prepare  what stop() does after the drain: seal(), the host clock (realtime),
+//            LaunchTable::build (timing checks, earlier sessions, duplicates, window, lanes)
+//   process  the body of MsptiActivityProfilerSession::processTrace: OpTimeline from the op
+//            log and getLinkedActivity, buildActivities (the link rule, the activities), and
+//            logging every activity into a logger that keeps pointers (like kineto's
+//            MemoryTraceLogger)
+//   floor    the same kineto activities (kernel + launch event per kernel, same fields and
+//            metadata calls) built in a plain loop: what kineto's GenericTraceActivity costs by
+//            itself; interleaved with the repeats
+// Memory (one untimed pass):
 //   store_bytes     mallinfo2 (uordblks + hblkhd) delta of the filled RecordStore: records,
-//                   launch ledger, vectors' spare capacity; resident until the session dies
-//   transient_peak  peak operator-new bytes during buildActivities above what exists after it
-//                   (lookup maps and sort vector, freed on return)
+//                   ledger, vectors' spare capacity; resident until the session dies
+//   table_bytes     mallinfo2 delta of LaunchTable::build: the launches and their rows, resident
+//                   until the session dies
+//   log_bytes       the session's copy of the op log (8 B per op; the forwarder keeps as much in
+//                   its per-thread chunks for later sessions, not counted here)
+//   transient_peak  peak operator-new bytes during process above what exists after it
+//                   (OpTimeline, the builder's temporaries), freed on return
 //   activity_bytes  bytes of the activities built (kineto's GenericTraceActivity objects with
 //                   their metadata maps), for information; kineto owns them
 // Each timed pass starts after malloc_trim(0) (the previous pass's activities are freed first), so
 // it pays for fresh pages as a first trace does, not for consolidating the previous pass's frees.
-// Check: every kernel becomes an activity and every kernel links.
+// Check: every kernel becomes an activity and every kernel is linked, verified.
 #include <malloc.h>
 
 #include <iostream>
@@ -26,15 +43,16 @@
 #include "ActivityBuilder.h"
 #include "BenchCommon.h"
 #include "BenchLogger.h"
-#include "NameTable.h"
+#include "LaunchTable.h"
+#include "OpTimeline.h"
 #include "RecordStore.h"
 
 namespace {
 
 using namespace torch_mspti;
 constexpr int64_t kT0 = 1'700'000'000'000'000'000;
-constexpr int kOps = 4096;
 constexpr uint32_t kTid = 777;
+constexpr int64_t kOpNs = 1000;
 
 int64_t heapBytes() {
   struct mallinfo2 m = mallinfo2();
@@ -42,43 +60,67 @@ int64_t heapBytes() {
 }
 
 struct Synthetic {
+  NameTable names;
   std::vector<WalkResult> batches;
   std::vector<std::unique_ptr<libkineto::GenericTraceActivity>> ops;
   std::unordered_map<int32_t, const libkineto::ITraceActivity*> byId;
+  std::vector<ThreadOps> log;
   libkineto::TraceSpan span{0, 0, "ops"};
+  Window window;
 };
 
 std::unique_ptr<Synthetic> makeSynthetic(int64_t n) {
   auto s = std::make_unique<Synthetic>();
-  const int64_t end = kT0 + n * 1000 + 1'000'000;
-  for (int i = 0; i < kOps; ++i) {
-    auto a = std::make_unique<libkineto::GenericTraceActivity>(s->span, libkineto::ActivityType::CPU_OP, "aten::op");
-    a->startTime = kT0;
-    a->endTime = end;
-    a->device = 4242;
-    a->resource = kTid;
-    a->threadId = kTid;
-    s->ops.push_back(std::move(a));
-  }
   std::vector<const std::string*> names, types;
-  for (int i = 0; i < 64; ++i) names.push_back(NameTable::instance().intern(("Kernel_" + std::to_string(i)).c_str()));
-  for (const char* t : {"KERNEL_AICORE", "KERNEL_AIVEC", "KERNEL_AICPU"})
-    types.push_back(NameTable::instance().intern(t));
-  const std::string* api = NameTable::instance().intern("LaunchKernelV2");
+  for (int i = 0; i < 64; ++i) names.push_back(s->names.intern(("Kernel_" + std::to_string(i)).c_str()));
+  for (const char* t : {"KERNEL_AICORE", "KERNEL_AIVEC", "KERNEL_AICPU"}) types.push_back(s->names.intern(t));
+  const std::string* api = s->names.intern("LaunchKernelV2");
   const int64_t perBatch = 40'000 / 3;
+  s->ops.reserve(static_cast<size_t>(n));
   s->byId.reserve(static_cast<size_t>(n));
+  ThreadOps& log = s->log.emplace_back();
+  log.threadId = kTid;
+  log.ids.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     if (i % perBatch == 0) s->batches.emplace_back();
     WalkResult& b = s->batches.back();
     const uint64_t corr = static_cast<uint64_t>(i + 1);
     const int32_t opId = static_cast<int32_t>(i + 1);
-    const int64_t t = kT0 + i * 1000;
+    const int64_t t = kT0 + i * kOpNs;
+    auto& op = *s->ops.emplace_back(
+        std::make_unique<libkineto::GenericTraceActivity>(s->span, libkineto::ActivityType::CPU_OP, "aten::op"));
+    op.startTime = t;
+    op.endTime = t + 900;
+    op.id = opId;
+    op.device = 4242;
+    op.resource = kTid;
+    op.threadId = kTid;
+    s->byId.emplace(opId, &op);
+    log.ids.push_back(static_cast<uint64_t>(opId));
+
     b.externals.push_back({MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, static_cast<uint64_t>(opId), corr});
-    b.apis.push_back({t + 100, t + 300, 4242, kTid, corr, api});
-    b.kernels.push_back({t + 500, t + 800, corr, 0, static_cast<uint32_t>(1 + i % 4), names[i % 64], types[i % 3]});
+    ApiRecord& a = b.apis.emplace_back();
+    a.start = t + 100;
+    a.end = t + 300;
+    a.processId = 4242;
+    a.threadId = kTid;
+    a.correlationId = corr;
+    a.kind = MSPTI_ACTIVITY_KIND_RUNTIME_API;
+    a.name = api;
+    DeviceRecord& k = b.devices.emplace_back();
+    k.start = t + 500;
+    k.end = t + 800;
+    k.correlationId = corr;
+    k.name = names[static_cast<size_t>(i % 64)];
+    k.detail = types[static_cast<size_t>(i % 3)];
+    k.streamId = static_cast<uint32_t>(1 + i % 4);
+    k.kind = MSPTI_ACTIVITY_KIND_KERNEL;
+    ++b.recordsByKind[MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION];
+    ++b.recordsByKind[MSPTI_ACTIVITY_KIND_RUNTIME_API];
+    ++b.recordsByKind[MSPTI_ACTIVITY_KIND_KERNEL];
     b.records += 3;
-    s->byId.emplace(opId, s->ops[static_cast<size_t>(i % kOps)].get());
   }
+  s->window = {kT0 - kOpNs, kT0 + (n + 1) * kOpNs, kT0 + (n + 1) * kOpNs};
   return s;
 }
 
@@ -91,6 +133,66 @@ std::unique_ptr<RecordStore> fill(const Synthetic& s) {
   return store;
 }
 
+LaunchTable prepare(RecordStore& store, const Synthetic& s, SessionCounters& counters) {
+  store.seal();
+  return LaunchTable::build(store, HostClock::realtime(), s.window, {}, counters);
+}
+
+struct Processed {
+  std::unique_ptr<libkineto::CpuTraceBuffer> buffer = std::make_unique<libkineto::CpuTraceBuffer>();
+  bench::CollectingLogger logger;
+  SessionCounters counters;
+};
+
+void process(const LaunchTable& table, const Synthetic& s, const libkineto::getLinkedActivityCallback& linked,
+             CorrelationIds& ids, Processed& out) {
+  const OpTimeline ops(s.log, &linked, out.counters);
+  DeviceLanes lanes;
+  const BuildContext in{&table, &ops, &ids, 4242};
+  buildActivities(in, *out.buffer, lanes, out.counters);
+  for (const auto& a : out.buffer->activities) out.logger.handleActivity(*a);
+}
+
+// The same kineto activities as buildActivities makes for these kernels, in a plain loop.
+double floorSeconds(const Synthetic& s) {
+  malloc_trim(0);
+  auto buffer = std::make_unique<libkineto::CpuTraceBuffer>();
+  bench::CollectingLogger logger;
+  const std::string launch = "LaunchKernelV2", link = "verified";
+  const std::string kDevice = "device", kStream = "stream", kCorrelation = "correlation", kLink = "link",
+                    kType = "type";
+  const int64_t t0 = bench::nowNs();
+  for (const auto& b : s.batches) {
+    for (const auto& k : b.devices) {
+      const auto id = static_cast<int32_t>(k.correlationId);
+      auto& rt = *buffer->activities.emplace_back(std::make_unique<libkineto::GenericTraceActivity>(
+          buffer->span, libkineto::ActivityType::PRIVATEUSE1_RUNTIME, launch));
+      rt.startTime = k.start - 400;
+      rt.endTime = k.start - 200;
+      rt.id = id;
+      rt.addMetadata(kCorrelation, id);
+      rt.addMetadataQuoted(kLink, link);
+      auto& act = *buffer->activities.emplace_back(std::make_unique<libkineto::GenericTraceActivity>(
+          buffer->span, libkineto::ActivityType::CONCURRENT_KERNEL, *k.name));
+      act.startTime = k.start;
+      act.endTime = k.end;
+      act.id = id;
+      act.addMetadata(kDevice, static_cast<int32_t>(k.deviceId));
+      act.addMetadata(kStream, static_cast<int32_t>(k.streamId));
+      act.addMetadata(kCorrelation, id);
+      act.addMetadataQuoted(kLink, link);
+      act.addMetadataQuoted(kType, *k.detail);
+    }
+  }
+  for (const auto& a : buffer->activities) logger.handleActivity(*a);
+  return static_cast<double>(bench::nowNs() - t0) / 1e9;
+}
+
+bool allVerified(const Processed& p, int64_t n) {
+  const auto u = static_cast<uint64_t>(n);
+  return p.logger.kernels == u && p.counters.kernels == u && p.counters.linkedVerified == u;
+}
+
 }  // namespace
 
 int runProcess(const bench::Args& args) {
@@ -98,9 +200,10 @@ int runProcess(const bench::Args& args) {
   const int64_t reps = args.i("reps", 5);
   bench::Json sizesJson;
   bool ok = true;
+  CorrelationIds ids;
   for (int64_t n : sizes) {
     auto syn = makeSynthetic(n);
-    libkineto::getLinkedActivityCallback linked = [&](int32_t id) -> const libkineto::ITraceActivity* {
+    const libkineto::getLinkedActivityCallback linked = [&](int32_t id) -> const libkineto::ITraceActivity* {
       auto it = syn->byId.find(id);
       return it == syn->byId.end() ? nullptr : it->second;
     };
@@ -108,86 +211,60 @@ int runProcess(const bench::Args& args) {
     // Memory pass.
     malloc_trim(0);
     const int64_t h0 = heapBytes();
-    const int64_t g0 = bench::trackedBytes();
-    bench::trackAllocations(true);
     auto store = fill(*syn);
     const int64_t storeBytes = heapBytes() - h0;
-    const int64_t trackedStore = bench::trackedBytes() - g0;
-    bench::resetTrackedPeak();
+    SessionCounters stopCounters;
+    const int64_t h1 = heapBytes();
+    LaunchTable table = prepare(*store, *syn, stopCounters);
+    const int64_t tableBytes = heapBytes() - h1;
+    int64_t logBytes = 0;
+    for (const ThreadOps& t : syn->log) logBytes += static_cast<int64_t>(t.ids.capacity() * sizeof(uint64_t));
     int64_t activityBytes = 0, transientPeak = 0;
     {
-      auto buffer = std::make_unique<libkineto::CpuTraceBuffer>();
-      DeviceLanes lanes;
-      SessionCounters counters;
-      BuildInput in{store.get(), &linked, 0, 0, {}};
-      buildActivities(in, *buffer, lanes, counters);
+      const int64_t g0 = bench::trackedBytes();
+      bench::trackAllocations(true);
+      bench::resetTrackedPeak();
+      Processed p;
+      process(table, *syn, linked, ids, p);
       const int64_t after = bench::trackedBytes();
-      activityBytes = after - g0 - trackedStore;
+      bench::trackAllocations(false);
+      activityBytes = after - g0;
       transientPeak = bench::trackedPeak() - after;
-      ok = ok && counters.kernels == static_cast<uint64_t>(n) && counters.linkedKernels == static_cast<uint64_t>(n);
+      ok = ok && allVerified(p, n);
     }
-    bench::trackAllocations(false);
+    table = LaunchTable();
     store.reset();
 
-    // Timing passes (each on a freshly filled store), interleaved with the floor: the same
-    // activities (kernel + launch per kernel, same fields and metadata calls) built in a plain
-    // loop with no lookup, sort or link, i.e. what kineto's GenericTraceActivity costs by itself.
-    std::vector<double> seconds, floorSeconds;
+    std::vector<double> prepSeconds, seconds, floor;
     uint64_t activities = 0;
-    auto runFloor = [&] {
-      malloc_trim(0);
-      auto buffer = std::make_unique<libkineto::CpuTraceBuffer>();
-      bench::CollectingLogger logger;
-      const std::string* launch = NameTable::instance().intern("LaunchKernelV2");
-      const std::string kDevice = "device", kStream = "stream", kCorrelation = "correlation", kType = "type";
-      const int64_t t0 = bench::nowNs();
-      for (const auto& b : syn->batches) {
-        for (const auto& k : b.kernels) {
-          auto& rt = *buffer->activities.emplace_back(std::make_unique<libkineto::GenericTraceActivity>(
-              buffer->span, libkineto::ActivityType::PRIVATEUSE1_RUNTIME, *launch));
-          rt.startTime = k.start - 400;
-          rt.endTime = k.start - 200;
-          rt.addMetadata(kCorrelation, static_cast<int32_t>(k.correlationId));
-          auto& act = *buffer->activities.emplace_back(std::make_unique<libkineto::GenericTraceActivity>(
-              buffer->span, libkineto::ActivityType::CONCURRENT_KERNEL, *k.name));
-          act.startTime = k.start;
-          act.endTime = k.end;
-          act.addMetadata(kDevice, static_cast<int32_t>(k.deviceId));
-          act.addMetadata(kStream, static_cast<int32_t>(k.streamId));
-          act.addMetadata(kCorrelation, static_cast<int32_t>(k.correlationId));
-          act.addMetadataQuoted(kType, *k.type);
-        }
-      }
-      for (const auto& a : buffer->activities) logger.handleActivity(*a);
-      const int64_t t1 = bench::nowNs();
-      floorSeconds.push_back(static_cast<double>(t1 - t0) / 1e9);
-    };
     for (int64_t r = 0; r < reps; ++r) {
-      if (r % 2 == 1) runFloor();
+      if (r % 2 == 1) floor.push_back(floorSeconds(*syn));
       // The previous pass freed ~2N activities into malloc's fast bins; without a trim the first
       // large allocation of this pass would pay for consolidating them (the benchmark's own debris).
       malloc_trim(0);
       auto st = fill(*syn);
-      auto buffer = std::make_unique<libkineto::CpuTraceBuffer>();
-      DeviceLanes lanes;
-      SessionCounters counters;
-      bench::CollectingLogger logger;
+      SessionCounters c;
       const int64_t t0 = bench::nowNs();
-      BuildInput in{st.get(), &linked, 0, 0, {}};
-      buildActivities(in, *buffer, lanes, counters);
-      for (const auto& a : buffer->activities) logger.handleActivity(*a);
+      LaunchTable t = prepare(*st, *syn, c);
       const int64_t t1 = bench::nowNs();
-      seconds.push_back(static_cast<double>(t1 - t0) / 1e9);
-      activities = logger.activities.size();
-      ok = ok && logger.kernels == static_cast<uint64_t>(n) && counters.linkedKernels == static_cast<uint64_t>(n);
-      if (r % 2 == 0) runFloor();
+      Processed p;
+      const int64_t t2 = bench::nowNs();
+      process(t, *syn, linked, ids, p);
+      const int64_t t3 = bench::nowNs();
+      prepSeconds.push_back(static_cast<double>(t1 - t0) / 1e9);
+      seconds.push_back(static_cast<double>(t3 - t2) / 1e9);
+      activities = p.logger.activities.size();
+      ok = ok && allVerified(p, n);
+      if (r % 2 == 0) floor.push_back(floorSeconds(*syn));
     }
     bench::Json j;
     j.arr("seconds", seconds)
-        .arr("floor_seconds", floorSeconds)
+        .arr("prepare_seconds", prepSeconds)
+        .arr("floor_seconds", floor)
         .num("activities", static_cast<double>(activities))
         .num("store_bytes", static_cast<double>(storeBytes))
-        .num("store_bytes_tracked", static_cast<double>(trackedStore))
+        .num("table_bytes", static_cast<double>(tableBytes))
+        .num("log_bytes", static_cast<double>(logBytes))
         .num("transient_peak_bytes", static_cast<double>(transientPeak))
         .num("activity_bytes", static_cast<double>(activityBytes))
         .num("sizeof_generic_activity", sizeof(libkineto::GenericTraceActivity));
@@ -196,7 +273,7 @@ int runProcess(const bench::Args& args) {
   }
   bench::Json params, out;
   std::vector<double> sz(sizes.begin(), sizes.end());
-  params.arr("sizes", sz).num("reps", static_cast<double>(reps)).num("distinct_names", 64).num("ops", kOps);
+  params.arr("sizes", sz).num("reps", static_cast<double>(reps)).num("distinct_names", 64);
   out.str("bench", "process").obj("params", params).obj("sizes", sizesJson).num("ok", ok);
   std::cout << out.str() << std::endl;
   return ok ? 0 : 3;

@@ -1,35 +1,45 @@
-// B1a / B1c: the per-op hot path, kineto's push/popCorrelationId on the session, in ns per op
-// (one push + one pop, as every profiled op does).
+// The per-op path: kineto's push/popCorrelationId on the session, in ns per op (one push + one
+// pop, as every profiled op does), and the heap and lock calls it makes on the op's thread.
+// Built into libbench_pushpop.so (benchmarks/cpp/CMakeLists.txt): the core's thread-locals are
+// then reached as in the _C module.
 //
-// Arms, interleaved round-robin within each repeat:
-//   plugin_noop   session->push/pop (virtual, as kineto calls it), forwarder armed with
-//                 libmspti_noop.so                                           -> B1a (target <= 50 ns)
-//   plugin_sim    the same, armed with the simulator's push/pop (global stack behind a mutex, as
-//                 the real library)                                          -> B1c
-//   direct_noop   the no-op library's push/pop called directly (call cost alone)
-//   direct_sim    the simulator's push/pop called directly (MSPTI's share of B1c)
+// Arms, order rotated within each repeat after one warm-up round:
+//   plugin_noop   session->push/pop (virtual, as kineto calls it), the forwarder armed with
+//                 libmspti_noop.so: the plugin's own cost plus an empty call each way    (B1a)
+//   plugin_sim    the same, armed with the simulator's push/pop (process-global stack behind a
+//                 mutex, as the real library)                                             (B1c)
+//   direct_noop   the no-op library's push/pop called directly: the call alone; plugin share =
+//                 plugin_noop - direct_noop, per repeat
+//   direct_sim    the simulator's push/pop called directly (MSPTI's share of plugin_sim)
 //   disarmed      session->push/pop while the forwarder is not armed (CPU-only sessions)
-// Also, MSPTI's own per-launch cost on the launching thread for the kinds each side enables
-// (ns per launch, launches of one 2 us kernel, records delivered 1 ms later):
-//   launch_kernel_only  KERNEL only (what B1b's bare consumer enables)
+// Per arm and repeat: heap calls and lock calls made by this thread during the timed loop
+// (BenchProbe.cpp counts them for the whole process). The plugin arms' steady state (a session on
+// a thread whose op log already has room, as in every profiling cycle after the first) must make
+// none; the simulator's arms take its mutex and show that locks are seen. The first armed session
+// on the thread is reported apart (warm-up round): it allocates the thread's state and grows the
+// op log by one chunk per CorrelationForwarder::kLogChunkIds ids.
+// Also MSPTI's own per-launch cost on the launching thread for the kinds each side enables (ns
+// per launch, launches of one 2 us kernel, records delivered 1 ms later):
+//   launch_kernel_only  KERNEL only (what the overhead benchmark's bare consumer enables)
 //   launch_plugin_kinds KERNEL + EXTERNAL_CORRELATION + RUNTIME_API, each launch inside a
-//                       push/pop (what the plugin enables): MSPTI writes two records per launch
-//                       on the launching thread
-// Check: the forwarder reports no error, no overflow, and MSPTI's stack is left as found; every
-// launched kernel's record arrives.
+//                       push/pop (what the plugin enables): MSPTI writes two more records per
+//                       launch on the launching thread
+// Checks (exit 3 when one fails): plugin_noop and disarmed make no heap call and take no lock in
+// any timed round, while the probes do see calls (the first session's log growth, the
+// simulator's mutex); after every plugin arm the thread's op log holds exactly the ids pushed, in
+// order; the forwarder counts no error, overflow or lost log entry; MSPTI's stack is left as
+// found; every launched kernel's record arrives.
 #include <dlfcn.h>
 
 #include <iostream>
 #include <memory>
 #include <set>
 
+#include "ActivityKinds.h"
 #include "BenchCommon.h"
-#include "Config.h"
 #include "CorrelationForwarder.h"
 #include "MsptiActivityApi.h"
 #include "MsptiActivityProfilerSession.h"
-#include "MsptiBufferPool.h"
-#include "MsptiLibrary.h"
 #include "RecordStore.h"
 
 namespace {
@@ -49,38 +59,59 @@ MsptiFunctions loadNoop() {
   return f;
 }
 
-double viaSession(libkineto::IActivityProfilerSession* s, int64_t iters) {
+struct Sample {
+  double nsPerOp = 0;
+  uint64_t heap = 0, locks = 0;
+};
+
+template <typename Body>
+Sample timed(bench::ThreadCallsFn calls, int64_t iters, Body body) {
+  const bench::ThreadCalls c0 = calls();
   const int64_t t0 = bench::nowNs();
+  body();
+  const int64_t t1 = bench::nowNs();
+  const bench::ThreadCalls c1 = calls();
+  return {static_cast<double>(t1 - t0) / static_cast<double>(iters), c1.heap - c0.heap, c1.locks - c0.locks};
+}
+
+void viaSession(libkineto::IActivityProfilerSession* s, int64_t iters) {
   for (int64_t i = 0; i < iters; ++i) {
     s->pushCorrelationId(static_cast<uint64_t>(i + 1));
     s->popCorrelationId();
   }
-  return static_cast<double>(bench::nowNs() - t0) / static_cast<double>(iters);
 }
 
-double direct(const MsptiFunctions& f, int64_t iters) {
+void direct(const MsptiFunctions& f, int64_t iters) {
   auto* push = f.pushExternalCorrelationId;
   auto* pop = f.popExternalCorrelationId;
-  const int64_t t0 = bench::nowNs();
   for (int64_t i = 0; i < iters; ++i) {
     uint64_t last = 0;
     push(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, static_cast<uint64_t>(i + 1));
     pop(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
   }
-  return static_cast<double>(bench::nowNs() - t0) / static_cast<double>(iters);
+}
+
+// True when this thread's log of `gen` holds exactly 1..iters, in order, and no other thread's.
+bool logIsComplete(const CorrelationForwarder& fwd, uint32_t gen, int64_t iters) {
+  const auto log = fwd.takeLog(gen);
+  if (log.size() != 1 || static_cast<int64_t>(log[0].ids.size()) != iters) return false;
+  for (int64_t i = 0; i < iters; ++i)
+    if (log[0].ids[static_cast<size_t>(i)] != static_cast<uint64_t>(i + 1)) return false;
+  return true;
 }
 
 // ns per launch with `kinds` enabled; `bracket`: each launch inside a CUSTOM0 push/pop. Returns
 // -1 when a kernel record is missing.
 double launchCost(const bench::Sim& sim, const std::vector<msptiActivityKind>& kinds, bool bracket, int64_t n) {
-  const MsptiFunctions& f = torch_mspti::MsptiLibrary::instance().functions();
+  torch_mspti::PluginContext& ctx = bench::context();
+  const MsptiFunctions& f = ctx.library.functions();
   torch_mspti::MsptiActivityApi api(f);
-  auto& pool = torch_mspti::MsptiBufferPool::instance();
   auto store = std::make_shared<torch_mspti::RecordStore>(0);
-  pool.configure(8u << 20, 64);
+  ctx.pool.configure(8u << 20, 64);
+  ctx.pool.bindCallbacks();
   msptiSubscriberHandle sub = nullptr;
   if (api.subscribe(&sub) != MSPTI_SUCCESS) throw std::runtime_error("launch: subscribe failed");
-  pool.setSink(store);
+  ctx.pool.setSink(store);
   api.registerCallbacks(&torch_mspti::MsptiBufferPool::onRequest, &torch_mspti::MsptiBufferPool::onComplete);
   for (auto k : kinds) api.enable(k);
   const int64_t t0 = bench::nowNs();
@@ -98,95 +129,147 @@ double launchCost(const bench::Sim& sim, const std::vector<msptiActivityKind>& k
   f.flushAll(1);
   api.unsubscribe(sub);
   f.flushAll(1);
-  pool.setSink(nullptr);
-  if (static_cast<int64_t>(store->kernels().size()) != n) return -1;
+  ctx.pool.setSink(nullptr);
+  store->seal();
+  if (static_cast<int64_t>(store->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL]) != n) return -1;
   return static_cast<double>(t1 - t0) / static_cast<double>(n);
+}
+
+std::vector<double> field(const std::vector<Sample>& v, double Sample::* m) {
+  std::vector<double> out;
+  for (const Sample& s : v) out.push_back(s.*m);
+  return out;
+}
+
+std::vector<double> count(const std::vector<Sample>& v, uint64_t Sample::* m) {
+  std::vector<double> out;
+  for (const Sample& s : v) out.push_back(static_cast<double>(s.*m));
+  return out;
 }
 
 }  // namespace
 
-int runPushPop(const bench::Args& args) {
-  const int64_t iters = args.i("iters", 2'000'000);
-  const int64_t reps = args.i("reps", 15);
-  const bench::Sim& sim = bench::loadSim();
-  const MsptiFunctions& simFns = torch_mspti::MsptiLibrary::instance().functions();
-  const MsptiFunctions noopFns = loadNoop();
-  CorrelationForwarder& fwd = CorrelationForwarder::instance();
+extern "C" __attribute__((visibility("default"))) int torch_mspti_bench_pushpop(int argc, char** argv,
+                                                                                bench::ThreadCallsFn calls) {
+  try {
+    const bench::Args args(argc, argv, 0);
+    const int64_t iters = args.i("iters", 2'000'000);
+    const int64_t reps = args.i("reps", 15);
+    const bench::Sim& sim = bench::loadSim();
+    torch_mspti::PluginContext& ctx = bench::context();
+    const MsptiFunctions& simFns = ctx.library.functions();
+    const MsptiFunctions noopFns = loadNoop();
+    CorrelationForwarder& fwd = ctx.forwarder;
 
-  auto session = std::make_unique<torch_mspti::MsptiActivityProfilerSession>(
-      torch_mspti::Config::instance().snapshot(),
-      std::set<libkineto::ActivityType>{libkineto::ActivityType::CONCURRENT_KERNEL});
-  // An opaque pointer: the calls stay virtual, as kineto makes them.
-  libkineto::IActivityProfilerSession* volatile opaque = session.get();
-  libkineto::IActivityProfilerSession* s = opaque;
+    // A session that holds no MSPTI subscriber (no library in its parts): its push/pop are the
+    // production code path, driven by the forwarder armed here.
+    torch_mspti::SessionDeps deps;
+    deps.config = ctx.config.snapshot();
+    deps.forwarder = &fwd;
+    auto session = std::make_unique<torch_mspti::MsptiActivityProfilerSession>(
+        std::move(deps), std::set<libkineto::ActivityType>{libkineto::ActivityType::CONCURRENT_KERNEL});
+    // An opaque pointer: the calls stay virtual, as kineto makes them.
+    libkineto::IActivityProfilerSession* volatile opaque = session.get();
+    libkineto::IActivityProfilerSession* s = opaque;
 
-  const uint64_t depthBefore = sim.stats().external_stack_depth;
-  const uint64_t errorsBefore = fwd.errors(), overflowsBefore = fwd.overflows();
-  const char* names[] = {"plugin_noop", "plugin_sim", "direct_noop", "direct_sim", "disarmed"};
-  std::vector<double> samples[5];
-  auto runArm = [&](int arm) {
-    switch (arm) {
-      case 0:
-        fwd.arm(&noopFns);
-        samples[0].push_back(viaSession(s, iters));
-        fwd.disarm();
-        break;
-      case 1:
-        fwd.arm(&simFns);
-        samples[1].push_back(viaSession(s, iters));
-        fwd.disarm();
-        break;
-      case 2: samples[2].push_back(direct(noopFns, iters)); break;
-      case 3: samples[3].push_back(direct(simFns, iters)); break;
-      case 4: samples[4].push_back(viaSession(s, iters)); break;
+    const uint64_t depthBefore = sim.stats().external_stack_depth;
+    const torch_mspti::SessionCounters before = fwd.counters();
+    const char* names[] = {"plugin_noop", "plugin_sim", "direct_noop", "direct_sim", "disarmed"};
+    std::vector<Sample> samples[5];
+    bool logsComplete = true;
+    auto armed = [&](const MsptiFunctions* fns) {
+      const uint32_t gen = fwd.arm(fns);
+      Sample r = timed(calls, iters, [&] { viaSession(s, iters); });
+      fwd.disarm();
+      logsComplete = logsComplete && logIsComplete(fwd, gen, iters);
+      return r;
+    };
+    auto runArm = [&](int arm) {
+      switch (arm) {
+        case 0: return armed(&noopFns);
+        case 1: return armed(&simFns);
+        case 2: return timed(calls, iters, [&] { direct(noopFns, iters); });
+        case 3: return timed(calls, iters, [&] { direct(simFns, iters); });
+        default: return timed(calls, iters, [&] { viaSession(s, iters); });
+      }
+    };
+    // Warm-up round: plugin_noop first, so it is this thread's first armed session.
+    std::vector<Sample> warmup;
+    for (int arm = 0; arm < 5; ++arm) warmup.push_back(runArm(arm));
+    for (int64_t r = 0; r < reps; ++r)
+      for (int k = 0; k < 5; ++k) {
+        const int arm = static_cast<int>((k + r) % 5);
+        samples[arm].push_back(runArm(arm));
+      }
+
+    // MSPTI's per-launch cost by kind set (interleaved).
+    const int64_t launches = args.i("launches", 20000);
+    sim.resetOptions();
+    sim.set("delivery_delay_ns", 1'000'000);
+    std::vector<double> launchBare, launchPlugin;
+    bool launchesComplete = true;
+    for (int64_t r = 0; r < reps; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        const bool bare = (k == 0) == (r % 2 == 0);
+        const double v = bare ? launchCost(sim, {MSPTI_ACTIVITY_KIND_KERNEL}, false, launches)
+                              : launchCost(sim,
+                                           {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                            MSPTI_ACTIVITY_KIND_RUNTIME_API},
+                                           true, launches);
+        launchesComplete = launchesComplete && v > 0;
+        (bare ? launchBare : launchPlugin).push_back(v);
+      }
     }
-  };
-  for (int arm = 0; arm < 5; ++arm) runArm(arm);  // warm-up, discarded
-  for (auto& v : samples) v.clear();
-  for (int64_t r = 0; r < reps; ++r)
-    for (int k = 0; k < 5; ++k) runArm(static_cast<int>((k + r) % 5));  // rotate the order
+    sim.resetOptions();
 
-  // MSPTI's per-launch cost by kind set (interleaved).
-  const int64_t launches = args.i("launches", 20000);
-  sim.resetOptions();
-  sim.set("delivery_delay_ns", 1'000'000);
-  std::vector<double> launchBare, launchPlugin;
-  bool launchesComplete = true;
-  for (int64_t r = 0; r < reps; ++r) {
-    for (int k = 0; k < 2; ++k) {
-      const bool bare = (k == 0) == (r % 2 == 0);
-      const double v = bare ? launchCost(sim, {MSPTI_ACTIVITY_KIND_KERNEL}, false, launches)
-                            : launchCost(sim,
-                                         {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                                          MSPTI_ACTIVITY_KIND_RUNTIME_API},
-                                         true, launches);
-      launchesComplete = launchesComplete && v > 0;
-      (bare ? launchBare : launchPlugin).push_back(v);
+    const uint64_t depthAfter = sim.stats().external_stack_depth;
+    const torch_mspti::SessionCounters fc = fwd.counters().since(before);
+    // The per-op contract: no heap call and no lock in the steady state, armed or not. The probes
+    // must see what they count (the first session grows the log; the simulator locks its stack).
+    bool steady = true;
+    for (int arm : {0, 4})
+      for (const Sample& x : samples[arm]) steady = steady && x.heap == 0 && x.locks == 0;
+    bool probesSee = warmup[0].heap > 0;
+    for (const Sample& x : samples[3]) probesSee = probesSee && x.locks > 0;
+    const bool ok = launchesComplete && logsComplete && steady && probesSee && depthAfter == depthBefore &&
+                    fc.correlationErrors == 0 && fc.correlationOverflow == 0 && fc.opLogLost == 0;
+    bench::Json params, arms, heap, locks, first, checks;
+    params.num("iters", static_cast<double>(iters))
+        .num("reps", static_cast<double>(reps))
+        .num("launches", static_cast<double>(launches))
+        .num("log_chunk_ids", CorrelationForwarder::kLogChunkIds);
+    for (int k = 0; k < 5; ++k) {
+      arms.arr(names[k], field(samples[k], &Sample::nsPerOp));
+      heap.arr(names[k], count(samples[k], &Sample::heap));
+      locks.arr(names[k], count(samples[k], &Sample::locks));
     }
+    arms.arr("launch_kernel_only", launchBare).arr("launch_plugin_kinds", launchPlugin);
+    first.num("ns_per_op", warmup[0].nsPerOp)
+        .num("heap_calls", static_cast<double>(warmup[0].heap))
+        .num("lock_calls", static_cast<double>(warmup[0].locks));
+    checks.num("stack_depth_before", static_cast<double>(depthBefore))
+        .num("stack_depth_after", static_cast<double>(depthAfter))
+        .num("forwarder_errors", static_cast<double>(fc.correlationErrors))
+        .num("forwarder_overflows", static_cast<double>(fc.correlationOverflow))
+        .num("op_log_lost", static_cast<double>(fc.opLogLost))
+        .num("op_logs_complete", logsComplete)
+        .num("steady_state_no_heap_no_lock", steady)
+        .num("probes_see_calls", probesSee)
+        .num("ok", ok);
+    bench::Json out;
+    out.str("bench", "pushpop")
+        .str("unit", "ns/op")
+        .obj("params", params)
+        .obj("arms", arms)
+        .obj("heap_calls", heap)
+        .obj("lock_calls", locks)
+        .obj("first_session", first)
+        .obj("checks", checks)
+        .num("ok", ok);
+    std::cout << out.str() << std::endl;
+    return ok ? 0 : 3;
+  } catch (const std::exception& e) {
+    std::cerr << "torch_mspti_bench pushpop: " << e.what() << "\n";
+    return 1;
   }
-  sim.resetOptions();
-
-  const uint64_t depthAfter = sim.stats().external_stack_depth;
-  const bool ok = launchesComplete && depthAfter == depthBefore && fwd.errors() == errorsBefore &&
-                  fwd.overflows() == overflowsBefore;
-  bench::Json params, arms, checks;
-  params.num("iters", static_cast<double>(iters))
-      .num("reps", static_cast<double>(reps))
-      .num("launches", static_cast<double>(launches));
-  for (int k = 0; k < 5; ++k) arms.arr(names[k], samples[k]);
-  arms.arr("launch_kernel_only", launchBare).arr("launch_plugin_kinds", launchPlugin);
-  checks.num("stack_depth_before", static_cast<double>(depthBefore))
-      .num("stack_depth_after", static_cast<double>(depthAfter))
-      .num("forwarder_errors", static_cast<double>(fwd.errors() - errorsBefore))
-      .num("forwarder_overflows", static_cast<double>(fwd.overflows() - overflowsBefore))
-      .num("ok", ok);
-  bench::Json out;
-  out.str("bench", "pushpop")
-      .str("unit", "ns/op")
-      .obj("params", params)
-      .obj("arms", arms)
-      .obj("checks", checks)
-      .num("ok", ok);
-  std::cout << out.str() << std::endl;
-  return ok ? 0 : 3;
 }

@@ -1,9 +1,9 @@
 /* libmspti_noop.so: every MSPTI entry point torch-mspti resolves, doing nothing.
  *
- * B1a arms the plugin's CorrelationForwarder with these so that the measured cost of push/pop is
- * the plugin's own (thread-local bookkeeping, generation checks, one indirect call each way) and
- * not MSPTI's. Push and pop succeed; pop reports the id pushed last on this thread so the
- * forwarder's interleaving check sees a matching id, as it would with no other thread around. */
+ * The per-op benchmark (bench_pushpop.cpp) arms the plugin's CorrelationForwarder with these so
+ * that the measured cost of push/pop is the plugin's own (thread-local stacks and op log,
+ * generation checks, one indirect call each way) and not MSPTI's. Push and pop succeed; pop reports the id pushed last
+ * on this thread so the forwarder's interleaving check sees a matching id, as it would with no other thread around. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
