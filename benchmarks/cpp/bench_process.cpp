@@ -23,7 +23,8 @@
 // Memory (one untimed pass):
 //   store_bytes     mallinfo2 (uordblks + hblkhd) delta of the filled RecordStore: records,
 //                   ledger, vectors' spare capacity; resident until the session dies
-//   table_bytes     mallinfo2 delta of LaunchTable::build: the launches and their rows, resident
+//   table_bytes     mallinfo2 delta of LaunchTable::build and the store's release of its device
+//                   records (so store + table = resident after stop()): the launches and their rows, resident
 //                   until the session dies
 //   log_bytes       the session's copy of the op log (8 B per op; the forwarder keeps as much in
 //                   its per-thread chunks for later sessions, not counted here)
@@ -135,7 +136,9 @@ std::unique_ptr<RecordStore> fill(const Synthetic& s) {
 
 LaunchTable prepare(RecordStore& store, const Synthetic& s, SessionCounters& counters) {
   store.seal();
-  return LaunchTable::build(store, HostClock::realtime(), s.window, {}, counters);
+  LaunchTable t = LaunchTable::build(store, HostClock::realtime(), s.window, {}, counters);
+  store.releaseDeviceRecords();  // as the session does: the table holds the kept rows from here on
+  return t;
 }
 
 struct Processed {

@@ -283,6 +283,7 @@ void MsptiActivityProfilerSession::collect() {
   hostClock_ = HostClock::decide(store_->apis(), clockAtStart_, ClockSample::now());
   const Window window{startNs_, stopNs_, std::max(stopNs_, disabledAt ? disabledAt : nowNs())};
   launches_ = LaunchTable::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
+  store_->releaseDeviceRecords();  // the launch table holds the kept rows from here on
   if (deps_.staleBelow) {
     const uint64_t maxId = store_->maxCorrelationId();
     uint64_t prev = deps_.staleBelow->load();

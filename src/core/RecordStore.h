@@ -45,6 +45,9 @@ class RecordStore {
 
   // Valid after seal().
   const std::vector<DeviceRecord>& devices() const { return devices_; }
+  // Frees the device records once they were copied into the session's LaunchTable (after seal();
+  // the counts by kind stay).
+  void releaseDeviceRecords() { std::vector<DeviceRecord>().swap(devices_); }
   const std::vector<ApiRecord>& apis() const { return apis_; }
   const std::vector<ExternalCorrelationRecord>& externals() const { return externals_; }
   const CorrelationLedger& ledger() const { return ledger_; }
