@@ -122,7 +122,9 @@ bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
   const msptiResult res = MsptiActivityApi(*fns_).enable(kind);
   std::string note;
   const bool copies = kind == MSPTI_ACTIVITY_KIND_MEMCPY || kind == MSPTI_ACTIVITY_KIND_MEMSET;
-  if (res == MSPTI_ERROR_WITHOUT_LD_PRELOAD || (res == MSPTI_SUCCESS && copies && !deps_.config.libmsptiPreloaded))
+  const bool preloaded =
+      copies && libraryPreloaded(deps_.config, deps_.libraryReport ? deps_.libraryReport().path : std::string());
+  if (res == MSPTI_ERROR_WITHOUT_LD_PRELOAD || (res == MSPTI_SUCCESS && copies && !preloaded))
     note = fmt::format(
         "{} records need libmspti.so in LD_PRELOAD from process start (mspti.md 5.5): run with "
         "LD_PRELOAD=<CANN>/lib64/libmspti.so",
