@@ -13,7 +13,8 @@ plain data that the parent asserts on:
   is_user_annotation} and, per host op instance id, {name, self_device, device_total, kernels}
   (kernels as (name, device, duration));
 * ``averages``: ``prof.key_averages()`` rows {key, device_type, is_user_annotation, self_device},
-  and ``table_total``: the "Self NPU time total" (µs) torch prints under key_averages().table();
+  and ``table_total``: the "Self NPU time total" (µs) torch prints under key_averages().table(),
+  ``table_tol`` its rounding (µs);
 * ``session``: ``torch_mspti.diagnostics()``'s last session, ``library``: capabilities and notes.
 """
 
@@ -76,7 +77,9 @@ def finish(prof, path=None):
                         "is_user_annotation": bool(a.is_user_annotation), "self_device": a.self_device_time_total}
                        for a in prof.key_averages()]
     m = re.search(r"Self NPU time total: ([0-9.]+)(us|ms|s)", prof.key_averages().table(row_limit=1))
-    out["table_total"] = float(m[1]) * {"us": 1, "ms": 1e3, "s": 1e6}[m[2]] if m else None
+    scale = {"us": 1, "ms": 1e3, "s": 1e6}[m[2]] if m else None
+    out["table_total"] = float(m[1]) * scale if m else None
+    out["table_tol"] = 0.0006 * scale if m else None  # torch prints 3 decimals of its unit
     d = torch_mspti.diagnostics(load_library=False).to_dict()
     out["session"] = d["last_session"]
     out["library"] = {"capabilities": d["library"]["capabilities"], "notes": d["library"]["capability_notes"]}
