@@ -280,3 +280,54 @@ def test_tensorboard_trace_names_its_npus_in_device_properties(lanes):
     assert t["kernel_pids"] == [0, 1]
     assert [p["id"] for p in props] == [0, 1] == list(range(len(props)))  # position == id
     assert all(p["deviceType"] == "NPU" and p["name"] == "Ascend910B3 (simulated)" for p in props), props
+
+
+# ------------------------------------------------------------------------------------------ generations
+
+COLLECTIVE = r"""
+import ctypes
+f = sim.msptiSimLaunchCommunication
+f.restype = ctypes.c_uint64
+f.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
+                                      ctypes.c_uint64, ctypes.c_char_p]
+
+@torch.library.custom_op("rows::all_reduce", mutates_args=())
+def _all_reduce(t: torch.Tensor) -> torch.Tensor:
+    out["correlation"] = f(b"hcom_allReduce__123_0_1", b"RING", b"4567123", 4, 1024, 0, 6, 30000, None)
+    return t.clone()
+
+launch("Before")
+torch.ops.rows.all_reduce(x)
+launch("After")
+sync()
+"""
+
+
+@pytest.mark.parametrize("generation", ["8.1", "26.1"])
+def test_a_collective_is_a_row_where_the_kind_exists_and_holds_nothing_where_not(generation, tmp_path):
+    """COMMUNICATION came with MSPTI 8.2 (mspti.md 8): on 8.1 the collective makes no record and
+    the capability says why; the kernels around it are complete either way and the drain ends
+    balanced, never waiting for the collective."""
+    require_simulator()
+    import simrun
+
+    run = simrun.run(COLLECTIVE, tmp_path, generation=generation, delay_ns=100_000_000)
+    has_kind = generation == "26.1"
+    rows = simrun.kernels(run.trace)
+    assert sorted(r["name"] for r in rows if r["name"] in ("Before", "After")) == ["After", "Before"], rows
+    comm = [r for r in rows if r["name"].startswith("hcom_")]
+    assert (run.extra["correlation"] > 0) is has_kind, run.extra
+    session = run.diagnostics["last_session"]
+    assert session["drain"]["exit_reason"] == "balanced" and session["drain"]["pending_launches"] == 0
+    assert not {"pending", "timeout"} & set(session["warnings"]), session["warnings"]
+    notes = run.diagnostics["library"]["capability_notes"]
+    if has_kind:
+        (row,) = comm
+        op = next(e for e in simrun.cpu_ops(run.trace) if e["args"].get("External id") == row["args"]["External id"])
+        assert op["name"] == "rows::all_reduce" and (row["pid"], row["tid"]) == (0, 6), (op, row)
+        assert (row["args"]["In msg nelems"], row["args"]["bytes"], row["args"]["dtype"]) == (1024, 4096, "Float")
+        assert "communication" not in notes
+    else:
+        assert comm == [] and "COMMUNICATION" not in session["enabled_kinds"]
+        assert run.diagnostics["library"]["capabilities"]["communication"] is False
+        assert "does not know COMMUNICATION" in notes["communication"], notes
