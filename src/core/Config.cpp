@@ -259,7 +259,15 @@ ConfigSnapshot Config::snapshot() const {
   s.visibleDevices = parseVisibleDevices(std::getenv("ASCEND_RT_VISIBLE_DEVICES"));
   const char* preload = std::getenv("LD_PRELOAD");
   s.libmsptiPreloaded = preload && std::strstr(preload, "libmspti.so") != nullptr;
+  s.ldPreload = preload ? preload : "";
   return s;
+}
+
+bool libraryPreloaded(const ConfigSnapshot& s, const std::string& libraryPath) {
+  if (s.libmsptiPreloaded) return true;
+  const size_t slash = libraryPath.rfind('/');
+  const std::string file = slash == std::string::npos ? libraryPath : libraryPath.substr(slash + 1);
+  return !file.empty() && s.ldPreload.find(file) != std::string::npos;
 }
 
 std::vector<SettingInfo> Config::settings() {

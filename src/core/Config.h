@@ -48,12 +48,19 @@ struct ConfigSnapshot {
   // when unset, meaning logical == physical. Read at every snapshot().
   std::vector<uint32_t> visibleDevices;
   // LD_PRELOAD names libmspti.so (MSPTI 26.x needs that for MEMCPY/MEMSET, mspti.md 5.5). Read
-  // at every snapshot().
+  // at every snapshot(), as is the raw variable (ldPreload) for libraryPreloaded().
   bool libmsptiPreloaded = false;
+  std::string ldPreload;
 
   // True when the setting `name` (e.g. "enable_kernels") is a bool that is on.
   bool flag(const char* name) const;
 };
+
+// Whether the MSPTI library loaded from `libraryPath` was preloaded at process start: LD_PRELOAD
+// names libmspti.so, or the loaded library's own file name (a library under another name, such as
+// torch-mspti's simulator libmspti_sim.so, matches on its own name the way it checks the preload
+// itself). `libraryPath` may be empty (then only libmspti.so counts).
+bool libraryPreloaded(const ConfigSnapshot& s, const std::string& libraryPath);
 
 // One setting as Python, diagnostics and the documentation see it.
 struct SettingInfo {

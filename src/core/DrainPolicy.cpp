@@ -1,5 +1,6 @@
 #include "DrainPolicy.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -15,9 +16,19 @@ int64_t realtimeNs() {
       .count();
 }
 
-void disableAll(const DrainInput& in, std::vector<std::string>& errors, int64_t& disabledAt) {
-  disabledAt = realtimeNs();
+// Kinds whose records Disable does not pull in: MSPTI's Disable flushes the driver channels of
+// MARKER, KERNEL, HCCL and COMMUNICATION only (mspti.md 2.3). Memory copies, memsets and memory
+// records come through the ACL memory hooks or the runtime's reports, on their own schedule.
+bool notPulledByDisable(msptiActivityKind kind) {
+  return kind == MSPTI_ACTIVITY_KIND_MEMCPY || kind == MSPTI_ACTIVITY_KIND_MEMSET || kind == MSPTI_ACTIVITY_KIND_MEMORY;
+}
+
+// Disables the enabled kinds for which `which` is true; `disabledAt` is set by the first call.
+template <typename Pred>
+void disableKinds(const DrainInput& in, Pred which, std::vector<std::string>& errors, int64_t& disabledAt) {
+  if (disabledAt == 0) disabledAt = realtimeNs();
   for (auto kind : in.enabledKinds) {
+    if (!which(kind)) continue;
     const msptiResult r = in.api->disable(kind);
     if (r != MSPTI_SUCCESS) errors.push_back(describeCall("msptiActivityDisable", kindName(kind), r));
   }
@@ -46,7 +57,13 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
   const auto interval = std::chrono::milliseconds(in.config.drainPollIntervalMs);
 
   disabledAt = 0;
-  if (order == DrainOrder::kDisableFirst) disableAll(in, errors, disabledAt);
+  // Launches whose records a disable-first Disable does not bring in: their kinds stay enabled
+  // until the poll has them (or the bound), since a record due after its kind is disabled may be
+  // discarded.
+  const uint32_t latePending =
+      in.waitFor & ((1u << static_cast<int>(LaunchClass::kMemcpy)) | (1u << static_cast<int>(LaunchClass::kMemset)));
+  if (order == DrainOrder::kDisableFirst)
+    disableKinds(in, [](msptiActivityKind k) { return !notPulledByDisable(k); }, errors, disabledAt);
   int quiet = 0;
   uint64_t seen = in.store->records();
   for (;;) {
@@ -58,7 +75,8 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
       flush(in, d, errors);  // siblings of multi-kernel launches
       break;
     }
-    if (order == DrainOrder::kDisableFirst && broughtNothing) {
+    if (order == DrainOrder::kDisableFirst && broughtNothing &&
+        !(in.store->knowsLaunches() && in.store->pendingLaunches(latePending) > 0)) {
       // Disable already moved the device's data into MSPTI's buffers: nothing more will come.
       d.exitReason = "quiet";
       break;
@@ -78,7 +96,10 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
     std::this_thread::sleep_for(std::min<Clock::duration>(interval, deadline - Clock::now()));
   }
   if (order == DrainOrder::kPollFirst) {
-    disableAll(in, errors, disabledAt);
+    disableKinds(in, [](msptiActivityKind) { return true; }, errors, disabledAt);
+    flush(in, d, errors);
+  } else if (std::any_of(in.enabledKinds.begin(), in.enabledKinds.end(), notPulledByDisable)) {
+    disableKinds(in, notPulledByDisable, errors, disabledAt);
     flush(in, d, errors);
   }
   d.recordsDuringDrain = in.store->records() - before;

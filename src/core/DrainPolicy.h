@@ -5,7 +5,9 @@
 //   1. (disable_first) Disable the kinds: MSPTI 26.1 pulls device data still in the driver
 //      (halProfDataFlush, <= 20 ms per channel) and parses it before stopping its parser
 //      (mspti.md 2.3), so after Disable everything is in MSPTI's buffers: polling ends as soon
-//      as a FlushAll brings nothing;
+//      as a FlushAll brings nothing. Disable pulls only MARKER/KERNEL/HCCL/COMMUNICATION, so
+//      MEMCPY/MEMSET/MEMORY stay enabled, and polling goes on, while a copy or memset launch
+//      still lacks its record; they are disabled after the poll;
 //   2. poll FlushAll every drain_poll_interval_ms while the ledger (CorrelationLedger.h) shows
 //      launches of a collected class without a device record; when the ledger knows no launch
 //      (no external-correlation or launch API records), end after drain_quiet_flushes

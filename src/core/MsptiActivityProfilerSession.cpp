@@ -122,7 +122,9 @@ bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
   const msptiResult res = MsptiActivityApi(*fns_).enable(kind);
   std::string note;
   const bool copies = kind == MSPTI_ACTIVITY_KIND_MEMCPY || kind == MSPTI_ACTIVITY_KIND_MEMSET;
-  if (res == MSPTI_ERROR_WITHOUT_LD_PRELOAD || (res == MSPTI_SUCCESS && copies && !deps_.config.libmsptiPreloaded))
+  const bool preloaded =
+      copies && libraryPreloaded(deps_.config, deps_.libraryReport ? deps_.libraryReport().path : std::string());
+  if (res == MSPTI_ERROR_WITHOUT_LD_PRELOAD || (res == MSPTI_SUCCESS && copies && !preloaded))
     note = fmt::format(
         "{} records need libmspti.so in LD_PRELOAD from process start (MSPTI 26.x intercepts memory calls "
         "only then): run with LD_PRELOAD={}",
@@ -236,13 +238,14 @@ void MsptiActivityProfilerSession::collect() {
   if (deps_.config.synchronizeDevices && deps_.synchronizeDevices) {
     // torch.profiler synchronises the current device only; kernels launched in the window on the
     // others may still be running, and MSPTI 26.1 discards what has not ended when it is disabled.
-    // Only devices this session has seen work on are waited for: touching an idle device would
-    // initialise it (aclrtSetDevice) on a machine with many NPUs.
+    // Only devices in use are waited for (those with records here, and those the backend reports
+    // in use): touching an idle device would initialise it (aclrtSetDevice) on a machine with
+    // many NPUs.
     std::vector<int32_t> devices;
     for (uint32_t physical : store_->devicesSeen())
       devices.push_back(logicalDevice(physical, deps_.config.visibleDevices));
     const auto t0 = std::chrono::steady_clock::now();
-    if (!devices.empty()) guard(errors_, "synchronize devices", [&] { deps_.synchronizeDevices(devices); });
+    guard(errors_, "synchronize devices", [&] { deps_.synchronizeDevices(devices); });
     drain.synchronizeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   counters_.unbalancedAtStop += forwarder_->disarm();

@@ -1,5 +1,8 @@
 #include "PluginContext.h"
 
+#include <algorithm>
+
+#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 #include <libkineto.h>
@@ -78,8 +81,17 @@ void synchronizePrivateUse1Devices(const std::vector<int32_t>& devices) {
   if (!c10::impl::hasDeviceGuardImpl(kType)) return;
   const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(kType);
   const c10::DeviceIndex count = impl->deviceCount();
-  for (int32_t d : devices)
-    if (d >= 0 && d < count) impl->synchronizeDevice(static_cast<c10::DeviceIndex>(d));
+  const bool hooks = at::isPrivateUse1HooksRegistered();
+  for (c10::DeviceIndex d = 0; d < count; ++d) {
+    bool used = std::find(devices.begin(), devices.end(), static_cast<int32_t>(d)) != devices.end();
+    if (!used && hooks) {
+      try {
+        used = at::detail::getPrivateUse1Hooks().hasPrimaryContext(d);
+      } catch (...) {  // a backend whose hooks do not implement it: only the devices given
+      }
+    }
+    if (used) impl->synchronizeDevice(d);
+  }
 }
 
 }  // namespace torch_mspti

@@ -56,6 +56,14 @@ def add_arguments(p: argparse.ArgumentParser, count_arg) -> None:
     p.add_argument(
         "--ranks", type=count_arg(1), metavar="N", help="ddp: ranks, one process and one device each (default: 2)"
     )
+    p.add_argument(
+        "--memcpy",
+        action="store_true",
+        help="show memory copies and memsets: MSPTI reports them only when its library is in LD_PRELOAD "
+        "from process start, so the demo restarts itself with it (the simulator, or the libmspti.so "
+        "the plugin finds); the workloads then copy their inputs from host memory and read results "
+        "back (default: off)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,4 +78,6 @@ def run(args: argparse.Namespace) -> int:
         for k in ("workload", "steps", "size", "out", "device", "launch_mode", "ranks")
         if getattr(args, k) is not None
     }
+    if args.memcpy:
+        kwargs["memcpy"] = True
     return int(demo.run(**kwargs) or 0)

@@ -26,7 +26,8 @@ def real_npu_available() -> bool:
 
 def summarize_trace(path: str) -> dict[str, Any]:
     """Counts from a chrome trace: ops (cpu_op), kernels (cat "kernel") and linked kernels (with an
-    "External id" in args), plus the kernels' streams and devices."""
+    "External id" in args), the kernels' streams and devices, memory copies (cat "gpu_memcpy",
+    also per "copy kind") and memsets (cat "gpu_memset")."""
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     events = data.get("traceEvents", []) if isinstance(data, dict) else data
@@ -34,6 +35,11 @@ def summarize_trace(path: str) -> dict[str, Any]:
     kernels = [e for e in events if e.get("cat") == "kernel"]
     linked = [k for k in kernels if "External id" in (k.get("args") or {})]
     streams = sorted({(k.get("pid"), k.get("tid")) for k in kernels}, key=str)
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy" and e.get("ph") == "X"]
+    kinds: dict[str, int] = {}
+    for c in copies:
+        kind = str((c.get("args") or {}).get("copy kind", "?"))
+        kinds[kind] = kinds.get(kind, 0) + 1
     return {
         "ops": len(ops),
         "kernels": len(kernels),
@@ -41,6 +47,9 @@ def summarize_trace(path: str) -> dict[str, Any]:
         "linked_ratio": (len(linked) / len(kernels)) if kernels else 0.0,
         "lanes": len(streams),
         "devices": len({k.get("pid") for k in kernels}),
+        "memcpys": len(copies),
+        "copy_kinds": dict(sorted(kinds.items())),
+        "memsets": sum(1 for e in events if e.get("cat") == "gpu_memset" and e.get("ph") == "X"),
     }
 
 
@@ -88,6 +97,53 @@ def select_device(device: str, launch_mode: str = "direct") -> str:
     return "sim"
 
 
+def _preload_library(device: str) -> str:
+    """The MSPTI library ``--memcpy`` preloads: the simulator the demo will use, or for the real
+    NPU the libmspti.so the plugin's library search finds. Raises RuntimeError when there is none."""
+    if device == "auto":
+        device = "real" if real_npu_available() else "sim"
+    if device == "sim":
+        from . import _simulator_for_plugin
+
+        return _simulator_for_plugin()
+    import torch_mspti
+
+    lib = torch_mspti.diagnostics(load_library=True).library
+    if not lib.available or not lib.path:
+        raise RuntimeError(f"no libmspti.so to preload: {lib.reason} ({lib.fix})")
+    return lib.path
+
+
+def _command_line(**options: Any) -> list[str]:
+    """``python -m torch_mspti demo`` with ``options`` (None values left out)."""
+    argv = [sys.executable, "-m", "torch_mspti", "demo"]
+    for key, value in options.items():
+        if value is True:
+            argv.append("--" + key.replace("_", "-"))
+        elif value is not None and value is not False:
+            argv += ["--" + key.replace("_", "-"), str(value)]
+    return argv
+
+
+def _restart_for_copies(device: str, **options: Any) -> int:
+    """With the MSPTI library in LD_PRELOAD already: 0 (go on). Otherwise restart the demo with it
+    (does not return), or print why not and return 1."""
+    from . import preload
+
+    try:
+        library = _preload_library(device)
+        if preload.is_preloaded(library):
+            return 0
+        print(
+            f"torch-mspti demo: restarting with LD_PRELOAD={library}: MSPTI reports memory copies "
+            "and memsets only when it is preloaded at process start"
+        )
+        preload.restart(library, _command_line(device=device, memcpy=True, **options))
+    except (OSError, RuntimeError) as exc:
+        print(f"torch-mspti demo: --memcpy: {exc}", file=sys.stderr)
+    return 1
+
+
 def run(
     workload: str = "phases",
     steps: int | None = None,
@@ -96,8 +152,15 @@ def run(
     device: str = "auto",
     launch_mode: str = "direct",
     ranks: int = 2,
+    memcpy: bool = False,
 ) -> int:
     """Run ``workload`` on the selected NPU, write the trace to ``out`` and print a summary.
+
+    ``memcpy``: show memory copies. MSPTI reports them only with its library in ``LD_PRELOAD``
+    from process start (mspti.md 5.5), so without it the demo restarts itself (``os.execve``, see
+    :mod:`torch_mspti.sim.preload`) with the simulator (``device="sim"``) or the libmspti.so the
+    plugin finds (``device="real"``) preloaded; the phases, mlp and transformer workloads then take
+    their inputs from host memory and read results back (HtoD and DtoH copies).
 
     ``ranks`` (workload ``ddp`` only): number of ranks, one process and one device each
     (:mod:`torch_mspti.sim.multirank`); the summary then has one line per rank.
@@ -115,6 +178,11 @@ def run(
     """
     from . import workloads
 
+    if memcpy:
+        extra = {"ranks": ranks} if workload == "ddp" else {}
+        options = dict(workload=workload, steps=steps, size=size, out=out, launch_mode=launch_mode, **extra)
+        if _restart_for_copies(device, **options):
+            return 1
     if workload == "ddp" and device in ("auto", "sim", "real"):
         from .multirank import run_demo
 
@@ -158,7 +226,7 @@ def run(
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-            path = workloads.run(workload, size=size, steps=steps, out=out)
+            path = workloads.run(workload, size=size, steps=steps, out=out, copies=memcpy)
     except Exception as exc:
         print(f"torch-mspti demo: workload {workload!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -173,6 +241,9 @@ def run(
     print(f"  ops      {summary['ops']}")
     print(f"  kernels  {summary['kernels']}  on {summary['lanes']} stream lane(s), {summary['devices']} device(s)")
     print(f"  linked   {summary['linked']} ({summary['linked_ratio']:.0%} of kernels have an arrow from an op)")
+    if memcpy or summary["memcpys"] or summary["memsets"]:
+        kinds = ", ".join(f"{k} {n}" for k, n in summary["copy_kinds"].items())
+        print(f"  copies   {summary['memcpys']} memcpy ({kinds or 'none'}), {summary['memsets']} memset")
     drain = _drain_stats()
     if drain:
         print(

@@ -11,6 +11,11 @@ They use only public torch APIs and ``device="npu"``, so the same code profiles 
 * ``ddp``: the 2-layer MLP under ``DistributedDataParallel`` on this rank's device (backend ``hccl``), one
   process per rank (:mod:`torch_mspti.sim.multirank` starts them); one trace per rank.
 
+``copies=True`` (``torch-mspti demo --memcpy``) adds host<->device copies: phases gets a fourth
+phase ``copy`` (an N x N host tensor copied to the npu, a sum read back with ``.item()``), and the
+training workloads take each batch from host memory (``.to(device)``) and read the loss back with
+``.item()`` after every step.
+
 ``steps`` is the number of profiled steps, >= 1, for every workload. ``mlp`` and ``transformer``
 run one warm-up step and then ``steps`` active steps under ``torch.profiler.schedule(wait=0,
 warmup=1, active=steps, repeat=1)`` with ``on_trace_ready=tensorboard_trace_handler(...)``: one
@@ -39,10 +44,12 @@ def _sync() -> None:
     torch.npu.synchronize()
 
 
-def phases(size: int = 4096, out: str = "trace.json", steps: int = 1, device: str = "npu") -> str:
-    """The reference trace-view script; ``steps`` (>= 1) repeats the three phases inside the profile."""
+def phases(size: int = 4096, out: str = "trace.json", steps: int = 1, device: str = "npu", copies: bool = False) -> str:
+    """The reference trace-view script; ``steps`` (>= 1) repeats the three phases inside the
+    profile; ``copies`` adds the ``copy`` phase (HtoD of an N x N host tensor, DtoH of a sum)."""
     a = torch.randn(size, size, device=device)
     b = torch.randn(size, size, device=device)
+    host = torch.randn(size, size)
 
     def run_phases() -> None:
         with record_function("matmul"):
@@ -54,6 +61,10 @@ def phases(size: int = 4096, out: str = "trace.json", steps: int = 1, device: st
         with record_function("sum"):
             for _ in range(5):
                 torch.sum(a)
+        if copies:
+            with record_function("copy"):
+                host.to(device)
+                torch.sum(a).item()
 
     run_phases()  # warm-up
     _sync()
@@ -92,9 +103,11 @@ def _train(
     trace_dir: str | None,
     lr: float,
     worker_name: str | None = None,
+    copies: bool = False,
 ) -> str:
     """One warm-up step, then ``steps`` profiled steps in one schedule cycle; the trace goes to ``out``
-    and, with ``trace_dir``, to ``tensorboard_trace_handler(trace_dir, worker_name)``."""
+    and, with ``trace_dir``, to ``tensorboard_trace_handler(trace_dir, worker_name)``. ``copies``:
+    the loss is read back (``.item()``) after each step."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     sched = schedule(wait=0, warmup=1, active=steps, repeat=1)
     handler = _cycle_handler(trace_dir, out, worker_name)
@@ -108,6 +121,8 @@ def _train(
                 loss.backward()
             with record_function("optimizer"):
                 opt.step()
+            if copies:
+                loss.item()
             prof.step()
     _sync()
     return out
@@ -117,7 +132,11 @@ def _mlp_model(size: int) -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(size, 4 * size), torch.nn.ReLU(), torch.nn.Linear(4 * size, size))
 
 
-def _random_batches(batch: int, size: int, device: str) -> Callable:
+def _random_batches(batch: int, size: int, device: str, copies: bool = False) -> Callable:
+    """Random (input, target) batches made on ``device``, or with ``copies`` made in host memory and
+    copied to it."""
+    if copies:
+        return lambda: (torch.randn(batch, size).to(device), torch.randn(batch, size).to(device))
     return lambda: (torch.randn(batch, size, device=device), torch.randn(batch, size, device=device))
 
 
@@ -128,11 +147,13 @@ def mlp(
     device: str = "npu",
     trace_dir: str | None = None,
     batch: int = 64,
+    copies: bool = False,
 ) -> str:
     """2-layer MLP training steps (Linear-ReLU-Linear, AdamW): ``steps`` profiled after one warm-up."""
     torch.manual_seed(0)
     model = _mlp_model(size).to(device)
-    return _train(model, _random_batches(batch, size, device), steps, out, trace_dir, lr=1e-3)
+    batches = _random_batches(batch, size, device, copies)
+    return _train(model, batches, steps, out, trace_dir, lr=1e-3, copies=copies)
 
 
 def ddp(
@@ -142,6 +163,7 @@ def ddp(
     device: str = "npu",
     trace_dir: str | None = None,
     batch: int = 32,
+    copies: bool = False,
 ) -> str:
     """This rank's DDP training steps of the 2-layer MLP: one warm-up step, then ``steps`` profiled
     steps in one schedule() cycle, with ``tensorboard_trace_handler(trace_dir,
@@ -165,8 +187,8 @@ def ddp(
         index = torch.npu.current_device() if index is None else index
         wrapped = DistributedDataParallel(model, device_ids=[index])
         torch.manual_seed(1000 + rank)
-        batches = _random_batches(batch, size, device)
-        return _train(wrapped, batches, steps, out, trace_dir, lr=1e-3, worker_name=f"rank{rank}")
+        batches = _random_batches(batch, size, device, copies)
+        return _train(wrapped, batches, steps, out, trace_dir, lr=1e-3, worker_name=f"rank{rank}", copies=copies)
     finally:
         if own_group:
             dist.destroy_process_group()
@@ -180,6 +202,7 @@ def transformer(
     trace_dir: str | None = None,
     batch: int = 8,
     seq: int = 32,
+    copies: bool = False,
 ) -> str:
     """nn.TransformerEncoderLayer training steps (d_model=size, 4 heads): ``steps`` profiled after
     one warm-up."""
@@ -191,10 +214,12 @@ def transformer(
     model.train()
 
     def make_batch():
+        if copies:
+            return torch.randn(batch, seq, size).to(device), torch.randn(batch, seq, size).to(device)
         x = torch.randn(batch, seq, size, device=device)
         return x, torch.randn(batch, seq, size, device=device)
 
-    return _train(model, make_batch, steps, out, trace_dir, lr=1e-4)
+    return _train(model, make_batch, steps, out, trace_dir, lr=1e-4, copies=copies)
 
 
 WORKLOADS = {"phases": phases, "mlp": mlp, "transformer": transformer, "ddp": ddp}
@@ -209,9 +234,10 @@ def run(
     steps: int | None = None,
     out: str = "trace.json",
     trace_dir: str | None = None,
+    copies: bool = False,
 ) -> str:
-    """Run one workload by name; returns the path of the chrome trace written. Raises ValueError
-    for an unknown workload, or a size or steps below 1."""
+    """Run one workload by name; returns the path of the chrome trace written. ``copies``: see the
+    module docstring. Raises ValueError for an unknown workload, or a size or steps below 1."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose from {sorted(WORKLOADS)}")
     d_size, d_steps = DEFAULTS[workload]
@@ -222,7 +248,7 @@ def run(
             raise ValueError(f"{name} must be >= 1, got {value}")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     if workload == "phases":
-        return phases(size=size, out=out, steps=steps)
+        return phases(size=size, out=out, steps=steps, copies=copies)
     if trace_dir is None:
         trace_dir = os.fspath(Path(out).with_suffix("")) + "_tb"
-    return WORKLOADS[workload](size=size, out=out, steps=steps, trace_dir=trace_dir)
+    return WORKLOADS[workload](size=size, out=out, steps=steps, trace_dir=trace_dir, copies=copies)
