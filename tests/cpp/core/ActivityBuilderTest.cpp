@@ -58,7 +58,7 @@ class ActivityBuilderTest : public ::testing::Test {
 
 TEST_F(ActivityBuilderTest, LaunchInsideAnOpIsNestedAndLinked) {
   RecordBuilder b;
-  b.external(layout::kCustom0, 1, 5).api(at(1100), at(1150), 1, kOpThread, 5, "LaunchKernelV2");
+  b.external(layout::kCustom0, 1, 5).api(at(1010), at(1040), 1, kOpThread, 5, "LaunchKernelV2");  // before the range
   b.kernel(at(3000), at(3500), 0, 12, 5, "MatMul", "KERNEL_AICORE").kernel(at(3500), at(3600), 0, 12, 5, "Cast");
   build(b);
   const auto launches = of(ActivityType::PRIVATEUSE1_RUNTIME);
@@ -67,8 +67,8 @@ TEST_F(ActivityBuilderTest, LaunchInsideAnOpIsNestedAndLinked) {
   ASSERT_EQ(kernels.size(), 2u);
   const GenericTraceActivity* l = launches[0];
   EXPECT_EQ(l->name(), "LaunchKernelV2");
-  EXPECT_EQ(l->startTime, T + 1100);
-  EXPECT_EQ(l->endTime, T + 1150);
+  EXPECT_EQ(l->startTime, T + 1010);
+  EXPECT_EQ(l->endTime, T + 1040);
   EXPECT_EQ(l->threadId, static_cast<int32_t>(kOpThread));
   ASSERT_NE(l->linked, nullptr);
   EXPECT_EQ(l->linked->correlationId(), 1);

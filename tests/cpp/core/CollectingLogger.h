@@ -14,7 +14,7 @@
 namespace torch_mspti::test {
 
 struct LoggedActivity {
-  libkineto::ActivityType type;
+  libkineto::ActivityType type = libkineto::ActivityType::CPU_OP;
   std::string name;
   int64_t start = 0, end = 0;
   int64_t device = 0, resource = 0;
@@ -34,7 +34,9 @@ class CollectingLogger : public libkineto::ActivityLogger {
   void handleOverheadInfo(const OverheadInfo&, int64_t) override {}
   void handleTraceSpan(const libkineto::TraceSpan&) override {}
   void handleActivity(const libkineto::ITraceActivity& a) override {
-    LoggedActivity l{a.type(), a.name()};
+    LoggedActivity l;
+    l.type = a.type();
+    l.name = a.name();
     l.start = a.timestamp();
     l.end = a.timestamp() + a.duration();
     l.device = a.deviceId();

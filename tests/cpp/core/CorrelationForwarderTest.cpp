@@ -82,7 +82,8 @@ TEST_F(CorrelationForwarderTest, EachThreadLogsItsOwnIdsInPushOrder) {
   const uint32_t next = fwd.arm(&table);
   EXPECT_NE(next, gen);
   fwd.disarm();
-  EXPECT_EQ(logOf(fwd.takeLog(next), a), nullptr);
+  const auto later = fwd.takeLog(next);
+  EXPECT_EQ(logOf(later, a), nullptr);
 }
 
 TEST_F(CorrelationForwarderTest, ForwardsToTheStackOfItsKindWhileArmed) {
@@ -110,7 +111,8 @@ TEST_F(CorrelationForwarderTest, LogsWithoutForwardingWhenNoTableIsGiven) {
   });
   fwd.disarm();
   EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);
-  const ThreadOps* l = logOf(fwd.takeLog(gen), t);
+  const auto log = fwd.takeLog(gen);
+  const ThreadOps* l = logOf(log, t);
   ASSERT_NE(l, nullptr);
   EXPECT_EQ(l->ids, std::vector<uint64_t>{5});
 }
@@ -249,7 +251,8 @@ TEST_F(CorrelationForwarderTest, NestingBeyondTheStackIsCountedAndStaysBalanced)
   EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);
   EXPECT_EQ(fwd.disarm(), 0u);
   EXPECT_EQ(delta().correlationOverflow, static_cast<uint64_t>(extra));
-  const ThreadOps* l = logOf(fwd.takeLog(gen), tid);
+  const auto log = fwd.takeLog(gen);
+  const ThreadOps* l = logOf(log, tid);
   ASSERT_NE(l, nullptr);
   EXPECT_EQ(l->ids.size(), static_cast<size_t>(Fwd::kMaxDepth));  // the deeper ones are not logged
   EXPECT_EQ(delta().correlationInterleaved, 0u);

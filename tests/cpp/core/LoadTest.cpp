@@ -197,7 +197,9 @@ TEST_F(LoadTest, ThousandSessionsLeaveNothingBehind) {
   EXPECT_LE(threadCount(), threadsAfterFirst);
   // Flat memory: what a session keeps (store, names, op log, launches, activities) is freed with
   // it. ASan's quarantine keeps freed blocks resident, so the bound holds in plain builds only.
-  if (!kSanitized) EXPECT_LT(rssGrowthKb, 4096) << "resident memory grew by " << rssGrowthKb << " kB";
+  if (!kSanitized) {
+    EXPECT_LT(rssGrowthKb, 4096) << "resident memory grew by " << rssGrowthKb << " kB";
+  }
   std::printf("[ LoadTest ] %d sessions, %llu kernels, %zu distinct ids, threads %d..%d, %llu linked, RSS %+ld kB "
               "after the first %d sessions\n",
               sessions, static_cast<unsigned long long>(kernels), allIds.size(), threadsAfterFirst, maxThreads,

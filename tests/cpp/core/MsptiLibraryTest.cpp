@@ -307,7 +307,8 @@ TEST_F(MsptiLibraryTest, RelativeExplicitPathIsMadeAbsolute) {
 }
 
 TEST_F(MsptiLibraryTest, SearchRejectsAscendHomeWithoutProfapiAndNeverOpensIt) {
-  const std::string lib = copy(MSPTI_SIM_PATH, "cann/lib64/libmspti.so");
+  // Not the simulator (which needs no CANN and is recognised by its msptiSimGeneration export).
+  const std::string lib = copy(FAKE_LIBRARY_PATH, "cann/lib64/libmspti.so");
   setenv("ASCEND_HOME_PATH", (dir_ / "cann").c_str(), 1);
   const std::string dirText = dir_.string();
   const Outcome o = runInChild([dirText](MsptiLibrary& lib) {

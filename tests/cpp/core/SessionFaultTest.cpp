@@ -117,8 +117,9 @@ TEST_F(SessionFaultTest, CopiesWithoutThePreloadAreExplainedOnce) {
   fake.enableResults[MSPTI_ACTIVITY_KIND_MEMCPY] = MSPTI_ERROR_WITHOUT_LD_PRELOAD;
   fake.enableResults[MSPTI_ACTIVITY_KIND_MEMSET] = MSPTI_ERROR_WITHOUT_LD_PRELOAD;
   const SessionReport r = run(0, [&] {
+    const uint64_t t = static_cast<uint64_t>(realtimeNs());
     RecordBuilder copy;
-    copy.api(static_cast<uint64_t>(realtimeNs()), static_cast<uint64_t>(realtimeNs()) + 10, 1, currentTid(), 0,
+    copy.api(t, t + 10, 1, currentTid(), 0,
              "aclrtMemcpyAsync");
     fake.writeNow(copy);
   });
@@ -193,8 +194,9 @@ TEST_F(SessionFaultTest, SomeKernelsNeverArriveWithPollFirst) {
   const SessionReport r = run(
       2,
       [&] {
+        const uint64_t t = static_cast<uint64_t>(realtimeNs());
         RecordBuilder one;
-        one.kernel(static_cast<uint64_t>(realtimeNs()), static_cast<uint64_t>(realtimeNs()) + 10, 0, 1, ids[0], "k");
+        one.kernel(t, t + 10, 0, 1, ids[0], "k");
         fake.writeNow(one);
         fake.deliverNow();
       },
@@ -235,8 +237,9 @@ TEST_F(SessionFaultTest, RecordsOfAnEarlierSessionNeverEnterALaterOne) {
 
 TEST_F(SessionFaultTest, RecordsAfterTheSessionAreOrphansAndReachNoLaterSession) {
   const SessionReport first = run(1);
+  const uint64_t t = static_cast<uint64_t>(realtimeNs());
   RecordBuilder stray;
-  stray.kernel(static_cast<uint64_t>(realtimeNs()), static_cast<uint64_t>(realtimeNs()) + 10, 0, 1, 999, "stray");
+  stray.kernel(t, t + 10, 0, 1, 999, "stray");
   fake.writeNow(stray);
   fake.deliverNow();  // completed while no session collects
   EXPECT_EQ(h.pool.counters().orphanRecords, 1u);
@@ -250,8 +253,9 @@ TEST_F(SessionFaultTest, RecordsAfterTheSessionAreOrphansAndReachNoLaterSession)
 TEST_F(SessionFaultTest, ForeignBufferIsWalkedAndLeftToItsOwner) {
   bool intact = false;
   const SessionReport r = run(1, [&] {
+    const uint64_t t = static_cast<uint64_t>(realtimeNs());
     RecordBuilder theirs;
-    theirs.kernel(static_cast<uint64_t>(realtimeNs()), static_cast<uint64_t>(realtimeNs()) + 10, 0, 3, ids[0],
+    theirs.kernel(t, t + 10, 0, 3, ids[0],
                   "ForeignKernel");
     intact = fake.completeForeignBuffer(theirs);  // another tool's buffer, completed into our callback
   });

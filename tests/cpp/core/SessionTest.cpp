@@ -99,7 +99,6 @@ TEST_F(SessionTest, WellBehavedSessionLinksEachKernelToItsOp) {
   EXPECT_EQ(calls.back(), "flushAll");
 
   // What kineto asks for afterwards.
-  EXPECT_EQ(h.synchronized(), (std::vector<std::vector<int32_t>>{{0}}));
   auto info = s->getDeviceInfo();
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->id, 0);
@@ -118,6 +117,27 @@ TEST_F(SessionTest, WellBehavedSessionLinksEachKernelToItsOp) {
   EXPECT_EQ(fake.count("unsubscribe"), 1u);  // the destructor has nothing left to do
   EXPECT_EQ(h.stats.sessions(), 1u);
   EXPECT_EQ(h.pool.outstanding(), 0u);
+}
+
+TEST_F(SessionTest, DevicesWithRecordsAreSynchronizedBeforeTheDrain) {
+  h.config.visibleDevices = {4, 6};
+  auto s = h.session();
+  s->start();
+  runOp(*s, 1);
+  const uint64_t t = static_cast<uint64_t>(realtimeNs());
+  RecordBuilder early;  // a kernel record on physical device 6 delivered during the session
+  early.kernel(t, t + 10, 6, 2, launched.back(), "early");
+  fake.writeNow(early);
+  fake.deliverNow();
+  s->stop();
+  EXPECT_EQ(h.synchronized(), (std::vector<std::vector<int32_t>>{{1}}));  // logical index of physical 6
+  h.config.synchronizeDevices = false;
+  auto quiet = h.session();
+  quiet->start();
+  runOp(*quiet, 1);
+  fake.deliverNow();
+  quiet->stop();
+  EXPECT_EQ(h.synchronized().size(), 1u);
 }
 
 TEST_F(SessionTest, TheHealthReportIsWrittenAtStop) {
