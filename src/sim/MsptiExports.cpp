@@ -8,7 +8,7 @@
 
 #include "Export.h"
 #include "Generation.h"
-#include "RecordSizes.h"
+#include "ActivityKinds.h"
 #include "Simulator.h"
 #include "Teardown.h"
 #include "mspti/mspti.h"
@@ -120,7 +120,7 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityGetNextRecord(uint8_t* buffer, s
   }
   int32_t kind = 0;
   std::memcpy(&kind, buffer + position, sizeof(kind));  // the buffer need not be aligned
-  const size_t stride = sim::recordSizeOf(kind);
+  const size_t stride = torch_mspti::recordSize(static_cast<uint32_t>(kind));  // 0: a kind MSPTI does not know
   if (stride == 0) {
     return MSPTI_ERROR_INNER;
   }
