@@ -64,8 +64,7 @@ std::vector<size_t> pointerOffsets(uint32_t kind) {
     case L::kNodeApi:
     case L::kRuntimeApi: return {L::api::kName};
     case L::kHccl: return {L::hccl::kName, L::hccl::kCommName};
-    case L::kCommunication:
-      return {L::communication::kAlgType, L::communication::kName, L::communication::kCommName};
+    case L::kCommunication: return {L::communication::kAlgType, L::communication::kName, L::communication::kCommName};
     default: return {};
   }
 }

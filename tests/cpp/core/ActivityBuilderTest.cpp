@@ -130,14 +130,32 @@ TEST_F(ActivityBuilderTest, LaunchFromAThreadWithoutOpsGetsItsOwnLane) {
 TEST_F(ActivityBuilderTest, CopiesMemsetsAndCollectivesAreNamedAndDescribed) {
   RecordBuilder b;
   b.api(at(1100), at(1110), 1, kOpThread, 5, "aclrtMemcpyAsync")
-      .copy(layout::kMemcpy, {.start = at(3000), .end = at(3100), .deviceId = 0, .streamId = 2, .correlationId = 5,
-                              .subkind = 2, .count = 1000, .isAsync = 1});
+      .copy(layout::kMemcpy, {.start = at(3000),
+                              .end = at(3100),
+                              .deviceId = 0,
+                              .streamId = 2,
+                              .correlationId = 5,
+                              .subkind = 2,
+                              .count = 1000,
+                              .isAsync = 1});
   b.api(at(1200), at(1210), 1, kOpThread, 6, "aclrtMemsetAsync")
-      .copy(layout::kMemset, {.start = at(3200), .end = at(3250), .deviceId = 0, .streamId = 2, .correlationId = 6,
-                              .subkind = 0, .count = 64});
+      .copy(layout::kMemset, {.start = at(3200),
+                              .end = at(3250),
+                              .deviceId = 0,
+                              .streamId = 2,
+                              .correlationId = 6,
+                              .subkind = 0,
+                              .count = 64});
   b.api(at(1300), at(1310), 1, kOpThread, 7, "HcclAllReduce")
-      .communication({.start = at(4000), .end = at(5000), .deviceId = 0, .streamId = 3, .correlationId = 7,
-                      .name = "hcom_allReduce__12_0_1", .detail = "RING", .group = "group_0", .subkind = 4,
+      .communication({.start = at(4000),
+                      .end = at(5000),
+                      .deviceId = 0,
+                      .streamId = 3,
+                      .correlationId = 7,
+                      .name = "hcom_allReduce__12_0_1",
+                      .detail = "RING",
+                      .group = "group_0",
+                      .subkind = 4,
                       .count = 256});
   build(b);
   const auto copies = of(ActivityType::GPU_MEMCPY);

@@ -262,7 +262,7 @@ TEST_F(CorrelationForwarderTest, InterleavedPopsAndFailingCallsAreCounted) {
   fwd.arm(&table);
   fwd.push(Fwd::kOps, 1);
   ASSERT_EQ(FakeMspti::push(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 2), MSPTI_SUCCESS);  // another thread's
-  fwd.pop(Fwd::kOps);  // pops 2: interleaved
+  fwd.pop(Fwd::kOps);                                                                     // pops 2: interleaved
   EXPECT_EQ(delta().correlationInterleaved, 1u);
   fake.throwIn = FakeMspti::kPush;
   fwd.push(Fwd::kOps, 3);  // throws inside: counted, nothing escapes, not forwarded

@@ -17,7 +17,8 @@ namespace torch_mspti::test {
 namespace {
 
 constexpr uint32_t bit(LaunchClass c) { return 1u << static_cast<int>(c); }
-constexpr uint32_t kKernels = (1u << static_cast<int>(LaunchClass::kKernel)) | (1u << static_cast<int>(LaunchClass::kNone));
+constexpr uint32_t kKernels =
+    (1u << static_cast<int>(LaunchClass::kKernel)) | (1u << static_cast<int>(LaunchClass::kNone));
 
 class DrainPolicyTest : public ::testing::Test {
  protected:

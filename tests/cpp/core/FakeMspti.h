@@ -63,9 +63,9 @@ class FakeMspti {
   msptiResult unsubscribeResult = MSPTI_SUCCESS;
   msptiResult registerResult = MSPTI_SUCCESS;
   msptiResult flushResult = MSPTI_SUCCESS;
-  std::map<int, msptiResult> enableResults;  // per kind; absent = MSPTI_SUCCESS
-  uint32_t throwIn = 0;                      // Entry bits: those entry points throw std::runtime_error
-  bool flushDelivers = true;                 // false: FlushAll succeeds and delivers nothing
+  std::map<int, msptiResult> enableResults;   // per kind; absent = MSPTI_SUCCESS
+  uint32_t throwIn = 0;                       // Entry bits: those entry points throw std::runtime_error
+  bool flushDelivers = true;                  // false: FlushAll succeeds and delivers nothing
   bool keepInFlightAfterUnsubscribe = false;  // records in flight survive Unsubscribe (delivered later)
   bool inFlightOnlyAfterUnsubscribe = false;  // FlushAll brings records in flight only once unsubscribed
 

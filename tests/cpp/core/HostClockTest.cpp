@@ -71,9 +71,8 @@ TEST(HostClock, NineInTenRecordsDecide) {
 }
 
 TEST(HostClock, SampleReadsTheRealtimeClock) {
-  const int64_t before = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const int64_t before =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const ClockSample s = ClockSample::now();
   EXPECT_GE(s.realtime, before);
   EXPECT_GT(s.monotonicRaw, 0);

@@ -34,9 +34,9 @@ TEST(Utf8, WellFormedSequencesOnly) {
   EXPECT_EQ(len("\xed\xa0\x80"), 0u);      // UTF-16 surrogate D800
   EXPECT_EQ(len("\xf4\x90\x80\x80"), 0u);  // above U+10FFFF
   EXPECT_EQ(len("\xf5\x80\x80\x80"), 0u);
-  EXPECT_EQ(len("\x80"), 0u);       // a lone continuation byte
-  EXPECT_EQ(len("\xe2\x82"), 0u);   // truncated
-  EXPECT_EQ(len("\xc3\x28"), 0u);   // bad continuation
+  EXPECT_EQ(len("\x80"), 0u);      // a lone continuation byte
+  EXPECT_EQ(len("\xe2\x82"), 0u);  // truncated
+  EXPECT_EQ(len("\xc3\x28"), 0u);  // bad continuation
   EXPECT_EQ(len(""), 0u);
   EXPECT_TRUE(isValidUtf8("plain \xe2\x82\xac"));
   EXPECT_FALSE(isValidUtf8("bad \xff"));
@@ -45,9 +45,9 @@ TEST(Utf8, WellFormedSequencesOnly) {
 
 TEST(JsonWriter, InvalidUtf8BecomesSurrogateEscapes) {
   EXPECT_EQ(jsonString("/opt/\xff\xfe/lib"), "\"/opt/\\udcff\\udcfe/lib\"");
-  EXPECT_EQ(jsonString("ok \xe2\x82\xac"), "\"ok \xe2\x82\xac\"");        // kept as is
-  EXPECT_EQ(jsonString("\xe2\x82"), "\"\\udce2\\udc82\"");                 // a truncated sequence
-  EXPECT_EQ(jsonString("\xed\xa0\x80"), "\"\\udced\\udca0\\udc80\"");      // an encoded surrogate
+  EXPECT_EQ(jsonString("ok \xe2\x82\xac"), "\"ok \xe2\x82\xac\"");     // kept as is
+  EXPECT_EQ(jsonString("\xe2\x82"), "\"\\udce2\\udc82\"");             // a truncated sequence
+  EXPECT_EQ(jsonString("\xed\xa0\x80"), "\"\\udced\\udca0\\udc80\"");  // an encoded surrogate
   EXPECT_EQ(jsonString("\xc3\x28"), "\"\\udcc3(\"");
 }
 
@@ -62,8 +62,10 @@ TEST(JsonWriter, DocumentStructure) {
   JsonWriter w;
   w.beginObject();
   w.value("s", "text").value("b", true).value("u", uint64_t{18446744073709551615ull});
-  w.value("i", int64_t{-5}).value("d", 0.5).value("nan", std::nan("")).value("inf",
-                                                                            std::numeric_limits<double>::infinity());
+  w.value("i", int64_t{-5})
+      .value("d", 0.5)
+      .value("nan", std::nan(""))
+      .value("inf", std::numeric_limits<double>::infinity());
   w.null("n").value("cstr", static_cast<const char*>(nullptr));
   w.beginArray("a").value(nullptr, 1).value(nullptr, "x").beginObject().endObject().endArray();
   w.beginObject("o").endObject();
@@ -83,7 +85,9 @@ TEST(NameTable, SafeNamesForKinetosUnescapedWriter) {
   EXPECT_EQ(safeName(nullptr), "unknown");
   EXPECT_EQ(safeName(""), "unknown");
   EXPECT_EQ(safeName("a\"b\\c\n\x7f"), "a'b/c  ");
-  EXPECT_EQ(safeName("bad \xff\xc3\x28 ok \xe2\x82\xac"), "bad ?" "?( ok \xe2\x82\xac");
+  EXPECT_EQ(safeName("bad \xff\xc3\x28 ok \xe2\x82\xac"),
+            "bad ?"
+            "?( ok \xe2\x82\xac");
   const std::string longName(5000, 'n');
   EXPECT_EQ(safeName(longName.c_str()).size(), 4096u);
   NameTable t;

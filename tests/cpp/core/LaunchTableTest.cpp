@@ -114,8 +114,8 @@ TEST(LaunchTable, EarlierSessionsRecordsAreDropped) {
 TEST(LaunchTable, OverlappingRowsOfAStreamAreRepaired) {
   RecordBuilder b;
   launch(b, 1, 1100, {{1200, 1300}});
-  launch(b, 2, 1110, {{1250, 1400}});  // starts 50 ns before the previous row's end
-  launch(b, 3, 1120, {{1310, 1350}});  // wholly inside the previous row: zero length at its end
+  launch(b, 2, 1110, {{1250, 1400}});                // starts 50 ns before the previous row's end
+  launch(b, 3, 1120, {{1310, 1350}});                // wholly inside the previous row: zero length at its end
   launch(b, 4, 1130, {{1250, 1260}}, /*stream=*/2);  // another stream: untouched
   const Built r = build(b);
   ASSERT_EQ(r.table.rows.size(), 4u);

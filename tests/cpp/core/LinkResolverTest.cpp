@@ -97,12 +97,12 @@ TEST_F(LinkResolverTest, ToleranceReachesOpsShorterThanIt) {
     const OpNode* n = t.innermost(kT1, when, kLaunchToleranceNs);
     return n ? n->id : 0;
   };
-  EXPECT_EQ(at(9'900), 1u);    // 100 ns before its start
-  EXPECT_EQ(at(10'500), 1u);   // 100 ns after its end
-  EXPECT_EQ(at(19'000), 2u);   // 1000 ns before the next one, 8600 after the previous
-  EXPECT_EQ(at(15'000), 0u);   // more than the tolerance from both
-  EXPECT_EQ(at(12'300), 1u);   // 1900 ns after op 1
-  EXPECT_EQ(at(18'100), 2u);   // 1900 ns before op 2
+  EXPECT_EQ(at(9'900), 1u);   // 100 ns before its start
+  EXPECT_EQ(at(10'500), 1u);  // 100 ns after its end
+  EXPECT_EQ(at(19'000), 2u);  // 1000 ns before the next one, 8600 after the previous
+  EXPECT_EQ(at(15'000), 0u);  // more than the tolerance from both
+  EXPECT_EQ(at(12'300), 1u);  // 1900 ns after op 1
+  EXPECT_EQ(at(18'100), 2u);  // 1900 ns before op 2
   Launch l = launchAt(kT1, 9'900, 1);
   EXPECT_EQ(resolveLink(l, t).state, LinkState::kVerified);
 }

@@ -98,7 +98,8 @@ class LoadTest : public ::testing::Test {
   static ConfigSnapshot config() { return simContext().config.snapshot(); }
   static std::unique_ptr<MsptiActivityProfilerSession> newSession(const ConfigSnapshot& cfg) {
     return std::make_unique<MsptiActivityProfilerSession>(
-        simSessionDeps(cfg), std::set<ActivityType>{ActivityType::CONCURRENT_KERNEL, ActivityType::PRIVATEUSE1_RUNTIME});
+        simSessionDeps(cfg),
+        std::set<ActivityType>{ActivityType::CONCURRENT_KERNEL, ActivityType::PRIVATEUSE1_RUNTIME});
   }
   static std::string health(MsptiActivityProfilerSession& s) {
     const auto meta = s.getMetadata();
@@ -200,10 +201,11 @@ TEST_F(LoadTest, ThousandSessionsLeaveNothingBehind) {
   if (!kSanitized) {
     EXPECT_LT(rssGrowthKb, 4096) << "resident memory grew by " << rssGrowthKb << " kB";
   }
-  std::printf("[ LoadTest ] %d sessions, %llu kernels, %zu distinct ids, threads %d..%d, %llu linked, RSS %+ld kB "
-              "after the first %d sessions\n",
-              sessions, static_cast<unsigned long long>(kernels), allIds.size(), threadsAfterFirst, maxThreads,
-              static_cast<unsigned long long>(linked), rssGrowthKb, warmup);
+  std::printf(
+      "[ LoadTest ] %d sessions, %llu kernels, %zu distinct ids, threads %d..%d, %llu linked, RSS %+ld kB "
+      "after the first %d sessions\n",
+      sessions, static_cast<unsigned long long>(kernels), allIds.size(), threadsAfterFirst, maxThreads,
+      static_cast<unsigned long long>(linked), rssGrowthKb, warmup);
 }
 
 TEST_F(LoadTest, EightThreadsEachKernelLinksToTheOpItWasLaunchedIn) {
@@ -261,10 +263,11 @@ TEST_F(LoadTest, EightThreadsEachKernelLinksToTheOpItWasLaunchedIn) {
   EXPECT_EQ(pool().outstanding(), 0u);
   const SessionReport r = session->report();
   EXPECT_EQ(r.counters.linkedVerified + r.counters.linkedRecovered, kernels.size());
-  std::printf("[ LoadTest ] %d threads x %d launches: %llu verified, %llu recovered (MSPTI's hint named another "
-              "thread's op), 0 wrong\n",
-              kThreads, launchesPerThread, static_cast<unsigned long long>(verified),
-              static_cast<unsigned long long>(kernels.size() - verified));
+  std::printf(
+      "[ LoadTest ] %d threads x %d launches: %llu verified, %llu recovered (MSPTI's hint named another "
+      "thread's op), 0 wrong\n",
+      kThreads, launchesPerThread, static_cast<unsigned long long>(verified),
+      static_cast<unsigned long long>(kernels.size() - verified));
 }
 
 // Waits up to `seconds` for `pid`; kills it and fails when it does not exit. Returns the status.

@@ -33,7 +33,8 @@ TEST(SessionCounters, TheListIsComplete) {
     EXPECT_NE(std::string(info.description), "") << info.key;
   }
   // Every uint64_t of the struct before recordsByKind is a listed counter.
-  EXPECT_EQ(sizeof(SessionCounters), sizeof(uint64_t) * (static_cast<size_t>(kCounterCount) + MSPTI_ACTIVITY_KIND_COUNT));
+  EXPECT_EQ(sizeof(SessionCounters),
+            sizeof(uint64_t) * (static_cast<size_t>(kCounterCount) + MSPTI_ACTIVITY_KIND_COUNT));
 }
 
 TEST(SessionCounters, AddSumsEveryCounterAndMaximaTakeTheLarger) {

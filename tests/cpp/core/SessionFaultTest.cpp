@@ -119,15 +119,15 @@ TEST_F(SessionFaultTest, CopiesWithoutThePreloadAreExplainedOnce) {
   const SessionReport r = run(0, [&] {
     const uint64_t t = static_cast<uint64_t>(realtimeNs());
     RecordBuilder copy;
-    copy.api(t, t + 10, 1, currentTid(), 0,
-             "aclrtMemcpyAsync");
+    copy.api(t, t + 10, 1, currentTid(), 0, "aclrtMemcpyAsync");
     fake.writeNow(copy);
   });
   EXPECT_TRUE(r.errors.empty()) << r.errors.front();  // copies are optional: no error
   const auto outcomes = h.stats.enableOutcomes();
   EXPECT_EQ(outcomes[MSPTI_ACTIVITY_KIND_MEMCPY].result, MSPTI_ERROR_WITHOUT_LD_PRELOAD);
   EXPECT_NE(outcomes[MSPTI_ACTIVITY_KIND_MEMCPY].note.find("LD_PRELOAD"), std::string::npos);
-  EXPECT_TRUE(h.warned("memory copy/memset calls but the trace has no copy rows")) << testing::PrintToString(h.warnings());
+  EXPECT_TRUE(h.warned("memory copy/memset calls but the trace has no copy rows"))
+      << testing::PrintToString(h.warnings());
   EXPECT_TRUE(h.warned("LD_PRELOAD"));
 }
 
@@ -255,8 +255,7 @@ TEST_F(SessionFaultTest, ForeignBufferIsWalkedAndLeftToItsOwner) {
   const SessionReport r = run(1, [&] {
     const uint64_t t = static_cast<uint64_t>(realtimeNs());
     RecordBuilder theirs;
-    theirs.kernel(t, t + 10, 0, 3, ids[0],
-                  "ForeignKernel");
+    theirs.kernel(t, t + 10, 0, 3, ids[0], "ForeignKernel");
     intact = fake.completeForeignBuffer(theirs);  // another tool's buffer, completed into our callback
   });
   EXPECT_TRUE(intact) << "the pool wrote into a buffer that is not its own";

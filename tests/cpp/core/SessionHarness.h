@@ -35,9 +35,9 @@ class SessionHarness {
   // 200 ms drain bound (tests never wait the production second).
   ConfigSnapshot config;
   SessionDeps deps();
-  std::unique_ptr<MsptiActivityProfilerSession> session(
-      std::set<libkineto::ActivityType> types = {libkineto::ActivityType::CONCURRENT_KERNEL,
-                                                 libkineto::ActivityType::PRIVATEUSE1_RUNTIME});
+  std::unique_ptr<MsptiActivityProfilerSession> session(std::set<libkineto::ActivityType> types = {
+                                                            libkineto::ActivityType::CONCURRENT_KERNEL,
+                                                            libkineto::ActivityType::PRIVATEUSE1_RUNTIME});
 
   std::vector<std::string> warnings() const;
   // True when some warning contains `part`.
