@@ -136,8 +136,9 @@ TEST(LaunchTable, OverlappingRowsOfAStreamAreRepaired) {
   // No two rows of a lane overlap afterwards.
   for (const auto& a : r.table.rows)
     for (const auto& c : r.table.rows)
-      if (&a != &c && a.record.streamId == c.record.streamId && a.record.start < c.record.start)
+      if (&a != &c && a.record.streamId == c.record.streamId && a.record.start < c.record.start) {
         EXPECT_LE(a.record.end, c.record.start);
+      }
 }
 
 TEST(LaunchTable, AdjacentRowsAreNotRepaired) {

@@ -70,7 +70,9 @@ TEST(SessionCounters, SinceTakesDifferencesAndSaturates) {
   const SessionCounters backwards = earlier.since(later);
   for (int i = 0; i < kCounterCount; ++i) {
     const CounterInfo& info = kCounterInfo[i];
-    if (info.merge == CounterMerge::kSum) EXPECT_EQ(backwards.*(info.field), 0u) << info.key;
+    if (info.merge == CounterMerge::kSum) {
+      EXPECT_EQ(backwards.*(info.field), 0u) << info.key;
+    }
   }
   for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k) EXPECT_EQ(backwards.recordsByKind[k], 0u);
 }
