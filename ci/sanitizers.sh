@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitizer runs (issue 7, item 4). Any finding fails the stage.
+# Sanitizer runs over our own code (core, simulator, bindings, C++ tests). Any finding fails the stage.
 #
 #  1. ASan + UBSan: the package built with TORCH_MSPTI_SANITIZE="address;undefined" and the C++
 #     tests switched on in the same build (build/san-asan), installed into a throw-away venv that

@@ -1,6 +1,7 @@
 // One description of each MSPTI activity kind, shared by the plugin core (record walker, arming,
-// reports), the simulator (record strides, which kinds a generation accepts, the LD_PRELOAD rule)
-// and the fuzzer's cross-check, so that each fact is stated once.
+// reports) and the simulator (record strides, which kinds a generation accepts, the LD_PRELOAD
+// rule), so that each fact is stated once. The record-walker fuzzer checks the walker against
+// numbers of its own (tests/cpp/core/DocumentedLayout.h), not against this table.
 //
 // Facts and their sources: values and record layouts from MSPTI mspti_activity.h as measured in
 // mspti.md 3.2 and 3.4 (the stride of a record in a buffer is sizeof of its kind's packed struct;

@@ -21,6 +21,8 @@
 // open across sessions, or a pop that arrived on another thread than its push), so such leaks
 // never accumulate across sessions.
 // Thread-safety: push/pop from any thread; arm/disarm/takeLog from one profiler thread.
+// One forwarder per process (PluginContext): a thread's state is reached through one thread_local
+// pointer shared by every instance, so a second instance would log into the first one's states.
 #pragma once
 
 #include <atomic>

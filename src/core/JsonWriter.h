@@ -15,15 +15,9 @@
 #include <string_view>
 
 #include "ReportWriter.h"
+#include "Utf8.h"
 
 namespace torch_mspti {
-
-// Length of the well-formed UTF-8 sequence at p (n bytes available), or 0: no overlong forms,
-// no UTF-16 surrogates, nothing above U+10FFFF (Unicode table 3-7; what Python's strict decoder
-// accepts).
-size_t utf8SequenceLength(const unsigned char* p, size_t n);
-// True when every byte of `s` belongs to a well-formed UTF-8 sequence.
-bool isValidUtf8(std::string_view s);
 
 class JsonWriter final : public ReportWriter {
  public:

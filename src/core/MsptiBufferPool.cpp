@@ -15,6 +15,11 @@ ActivityBuffer ActivityBuffer::allocate(size_t size) {
   return b;
 }
 
+MsptiBufferPool::~MsptiBufferPool() {
+  MsptiBufferPool* self = this;
+  gBound.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);
+}
+
 void MsptiBufferPool::configure(size_t bytes, size_t cap) {
   bytes_.store(bytes, std::memory_order_relaxed);
   cap_.store(cap, std::memory_order_relaxed);

@@ -58,6 +58,9 @@ struct PoolCounters {
 class MsptiBufferPool {
  public:
   MsptiBufferPool() = default;
+  // Unbinds the trampolines from this pool if it is the bound one. Destroy a pool only once MSPTI
+  // can no longer call back into it (the process's pool is never destroyed; tests' pools are).
+  ~MsptiBufferPool();
   MsptiBufferPool(const MsptiBufferPool&) = delete;
   MsptiBufferPool& operator=(const MsptiBufferPool&) = delete;
 

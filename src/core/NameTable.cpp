@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "JsonWriter.h"
+#include "Utf8.h"
 
 namespace torch_mspti {
 

@@ -1,6 +1,8 @@
 #include "OpTimeline.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 
 namespace torch_mspti {
 
@@ -59,17 +61,20 @@ const OpNode* OpTimeline::innermostAt(const std::vector<OpNode>& nodes, int64_t 
 const OpNode* OpTimeline::innermost(uint32_t threadId, int64_t t, int64_t tolerance) const {
   auto it = threads_.find(threadId);
   if (it == threads_.end()) return nullptr;
-  const auto& nodes = it->second.nodes;
+  const Thread& thread = it->second;
+  const auto& nodes = thread.nodes;
   if (const OpNode* n = innermostAt(nodes, t)) return n;
   if (tolerance <= 0) return nullptr;
-  // No op contains t: the op starting just after it (the launch call began a moment before torch
-  // stamped the op's start) or ending just before it, whichever edge is nearer within tolerance.
-  const OpNode* after = innermostAt(nodes, t + tolerance);
-  const OpNode* before = innermostAt(nodes, t - tolerance);
-  const int64_t gapAfter = after ? after->start - t : tolerance + 1;
-  const int64_t gapBefore = before ? t - before->end : tolerance + 1;
-  if (gapAfter <= tolerance && gapAfter <= gapBefore) return after;
-  if (gapBefore <= tolerance) return before;
+  // No op contains t: the nearest op edge within tolerance, whichever is nearer — the first op to
+  // start after t (the launch call began a moment before torch stamped the op's start) or the
+  // last one to end before t. Ops shorter than the tolerance count too.
+  auto next = std::upper_bound(nodes.begin(), nodes.end(), t, [](int64_t v, const OpNode& n) { return v < n.start; });
+  auto busy = std::upper_bound(thread.busy.begin(), thread.busy.end(), t,
+                               [](int64_t v, const std::pair<int64_t, int64_t>& b) { return v < b.first; });
+  const int64_t gapAfter = next != nodes.end() ? next->start - t : INT64_MAX;
+  const int64_t gapBefore = busy != thread.busy.begin() ? t - std::prev(busy)->second : INT64_MAX;
+  if (gapAfter <= tolerance && gapAfter <= gapBefore) return innermostAt(nodes, next->start);
+  if (gapBefore <= tolerance) return innermostAt(nodes, t - gapBefore);
   return nullptr;
 }
 

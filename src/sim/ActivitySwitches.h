@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 
+#include "ActivityKinds.h"
 #include "Generation.h"
 #include "mspti/mspti_activity.h"
 
@@ -14,14 +15,14 @@ namespace torch_mspti::sim {
 class ActivitySwitches {
  public:
   // Kinds 1..12 (MARKER..RUNTIME_API) are the ones Enable/Disable accept (mspti.md 2.3); older
-  // generations stop at the last kind they knew (Generation.h).
-  static bool isValidKind(int kind) { return kind > MSPTI_ACTIVITY_KIND_INVALID && kind <= kMaxKind; }
+  // generations stop at the last kind they knew (the kind table's first generation per kind).
+  static bool isValidKind(int kind) { return kind >= 0 && kindKnownTo(static_cast<uint32_t>(kind), kGeneration); }
 
-  // HCCL, MEMORY, MEMSET and MEMCPY need libmspti in LD_PRELOAD in 26.x (mspti.md 2.3, 5.5);
-  // the error code did not exist before 26.0.
+  // HCCL, MEMORY, MEMSET and MEMCPY need libmspti in LD_PRELOAD in 26.x (mspti.md 2.3, 5.5: the
+  // kind table's needsPreload); the error code did not exist before 26.0.
   static bool needsLdPreload(int kind) {
-    return kLdPreloadRule && (kind == MSPTI_ACTIVITY_KIND_HCCL || kind == MSPTI_ACTIVITY_KIND_MEMORY ||
-                              kind == MSPTI_ACTIVITY_KIND_MEMSET || kind == MSPTI_ACTIVITY_KIND_MEMCPY);
+    const ActivityKindInfo* k = kind >= 0 ? activityKind(static_cast<uint32_t>(kind)) : nullptr;
+    return kLdPreloadRule && k && k->needsPreload;
   }
 
   void set(int kind, bool on) {

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "RecordSizes.h"
+#include "ActivityKinds.h"
 #include "mspti/mspti_activity.h"
 
 namespace torch_mspti::sim {
@@ -20,6 +20,15 @@ union DeviceRecord {
   msptiActivityMemcpy memoryCopy;
   msptiActivityMemset memorySet;
 };
+
+// The buffer stride the kind table gives each device kind is the size of the ABI struct this
+// union writes (third_party/mspti declares and pins those sizes).
+// (Indexed directly: GCC's sanitizer builds do not fold pointer tests in constant expressions.)
+static_assert(kActivityKinds[MSPTI_ACTIVITY_KIND_KERNEL].recordSize == sizeof(msptiActivityKernel), "KERNEL");
+static_assert(kActivityKinds[MSPTI_ACTIVITY_KIND_COMMUNICATION].recordSize == sizeof(msptiActivityCommunication),
+              "COMMUNICATION");
+static_assert(kActivityKinds[MSPTI_ACTIVITY_KIND_MEMCPY].recordSize == sizeof(msptiActivityMemcpy), "MEMCPY");
+static_assert(kActivityKinds[MSPTI_ACTIVITY_KIND_MEMSET].recordSize == sizeof(msptiActivityMemset), "MEMSET");
 
 // Kinds a DeviceRecord can hold.
 constexpr bool isDeviceRecordKind(int kind) {
@@ -36,8 +45,8 @@ inline DeviceRecord makeDeviceRecord(msptiActivityKind kind) {
 
 inline int kindOf(const DeviceRecord& record) { return record.header.kind; }
 
-// Bytes the record occupies in a buffer: sizeof() of its kind's struct.
-inline size_t sizeOf(const DeviceRecord& record) { return recordSizeOf(record.header.kind); }
+// Bytes the record occupies in a buffer: the kind table's stride of its kind.
+inline size_t sizeOf(const DeviceRecord& record) { return recordSize(static_cast<uint32_t>(record.header.kind)); }
 
 // Start and end as reported (ns since the epoch).
 inline void setTiming(DeviceRecord& record, uint64_t start, uint64_t end) {

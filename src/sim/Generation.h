@@ -27,11 +27,10 @@ inline constexpr int kGeneration = TORCH_MSPTI_SIM_GENERATION;
 static_assert(kGeneration == 80 || kGeneration == 81 || kGeneration == 82 || kGeneration == 260 || kGeneration == 261,
               "TORCH_MSPTI_SIM_GENERATION must be 80, 81, 82, 260 or 261");
 
-// Highest activity kind Enable/Disable accept: kinds added later did not exist yet, so older
-// libraries reject them with INVALID_PARAMETER (mspti.md 2.3, 8).
-inline constexpr int kMaxKind = kGeneration >= 260 ? 12 : kGeneration >= 82 ? 9 : kGeneration >= 81 ? 8 : 3;
 // MSPTI_ERROR_WITHOUT_LD_PRELOAD (6) exists only from 26.0 (mspti.md 2.1).
 inline constexpr bool kLdPreloadRule = kGeneration >= 260;
+// (The kinds a generation knows, which Enable/Disable accept, come from the kind table:
+// src/common/ActivityKinds.h gives each kind's first generation.)
 // Disable's driver flush (halProfDataFlush) came with the 26.1 branch (mspti.md 2.3, 8).
 inline constexpr bool kDisablePullsByDefault = kGeneration >= 261;
 

@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "ActivityKinds.h"
 #include "Export.h"
 #include "Generation.h"
-#include "RecordSizes.h"
 #include "Simulator.h"
 #include "Teardown.h"
 #include "mspti/mspti.h"
@@ -119,8 +119,8 @@ TORCH_MSPTI_SIM_EXPORT msptiResult msptiActivityGetNextRecord(uint8_t* buffer, s
     return MSPTI_ERROR_MAX_LIMIT_REACHED;
   }
   int32_t kind = 0;
-  std::memcpy(&kind, buffer + position, sizeof(kind));  // the buffer need not be aligned
-  const size_t stride = sim::recordSizeOf(kind);
+  std::memcpy(&kind, buffer + position, sizeof(kind));                         // the buffer need not be aligned
+  const size_t stride = torch_mspti::recordSize(static_cast<uint32_t>(kind));  // 0: a kind MSPTI does not know
   if (stride == 0) {
     return MSPTI_ERROR_INNER;
   }

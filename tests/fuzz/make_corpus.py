@@ -1,8 +1,8 @@
 """Writes the seed corpus of the record-walker fuzzer (tests/fuzz/corpus/).
 
-Records are packed back to back, each padded to its struct's sizeof (mspti.md 3.1, 3.4; the
-sizes below are pinned by static_asserts in third_party/mspti/include/mspti/mspti_activity.h, and
-the fuzzer itself checks the walker's table against the structs at start-up). String pointers
+Records are packed back to back, each padded to its documented size (mspti.md 3.1, 3.4; the same
+numbers as tests/cpp/core/DocumentedLayout.h, against which the fuzzer checks the plugin's kind
+table at start-up). String pointers
 are small integers: the harness replaces every pointer field with one of its own strings, chosen
 by the value (0 = NULL). Seeds named valid_* must walk without abandoning a byte; ci/fuzz.sh runs
 them with TORCH_MSPTI_FUZZ_EXPECT_VALID=1.
@@ -36,6 +36,17 @@ def api(corr: int, start: int, tid=4242, kind=12, name_ptr=1) -> bytes:
 
 def external(corr: int, ext_id: int, ext_kind=2) -> bytes:
     return pad(8, struct.pack("<IIQQ", 8, ext_kind, ext_id, corr))
+
+
+def communication(corr: int, start: int, dur: int, data_type=4, count=1024, alg_ptr=2, name_ptr=1, comm_ptr=3) -> bytes:
+    body = struct.pack("<IIQIIQQQQQQ", 9, data_type, count, 0, 2, start, start + dur, alg_ptr, name_ptr, comm_ptr, corr)
+    return pad(9, body)
+
+
+def copy(kind: int, corr: int, start: int, dur: int, subkind=2, nbytes=4096, is_async=1) -> bytes:
+    """MEMCPY (7; subkind = copyKind) or MEMSET (6; subkind = the value written)."""
+    body = struct.pack("<IIQQQIIQB", kind, subkind, nbytes, start, start + dur, 0, 3, corr, is_async)
+    return pad(kind, body)
 
 
 def marker(name_ptr=1, domain_ptr=0) -> bytes:
@@ -80,6 +91,13 @@ def main() -> None:
                 api(2, T0, kind=12),
             ]
         ),
+        "valid_device_kinds.bin": external(20, 5)
+        + api(20, T0, name_ptr=7)
+        + communication(20, T0 + 100, 1000)
+        + api(21, T0 + 10, name_ptr=8)
+        + copy(7, 21, T0 + 200, 50)
+        + api(22, T0 + 20, name_ptr=8)
+        + copy(6, 22, T0 + 300, 50, subkind=0xAB, is_async=0),
         "valid_null_and_odd_names.bin": kernel(3, T0, 10, type_ptr=0, name_ptr=0)
         + kernel(4, T0, 10, type_ptr=3, name_ptr=4)
         + api(4, T0, name_ptr=5)

@@ -1,412 +1,234 @@
-// ActivityBuilder: records + linked ops -> kernel and launch activities, flows, drops counted
-// (kineto.md 1.4-1.5, 2).
+// buildActivities: what kineto receives for each launch — the launch event nested in its op (or
+// on its thread's own lane), device rows of each kind with their names, lanes, arguments and
+// the link state, the flow from launch to rows, and user-range spans on the device lanes.
 #include <gtest/gtest.h>
 
-#include <map>
-#include <set>
+#include <string>
 #include <vector>
 
 #include "ActivityBuilder.h"
-#include "CorrelationIds.h"
-#include "NameTable.h"
+#include "FakeOps.h"
+#include "StoreFill.h"
 
 namespace torch_mspti::test {
 namespace {
 
 using libkineto::ActivityType;
 using libkineto::GenericTraceActivity;
+using Fwd = CorrelationForwarder;
 
-constexpr uint32_t kCustom0 = MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-constexpr uint32_t kCustom1 = MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
-constexpr int64_t kT0 = 1'700'000'000'000'000'000;  // ns since the epoch
-
-const std::string* name(const char* s) { return NameTable::instance().intern(s); }
+constexpr int64_t T = 1'780'000'000'000'000'000;
+constexpr uint64_t at(int64_t offset) { return static_cast<uint64_t>(T + offset); }
+constexpr uint32_t kOpThread = 7, kQueueThread = 8;
 
 class ActivityBuilderTest : public ::testing::Test {
  protected:
-  // A CPU op as torch hands it to kineto: pid = device, tid = resource, id = torch's op id.
-  GenericTraceActivity& op(int32_t id, int64_t start, int64_t end, int32_t pid = 4242, int32_t tid = 777) {
-    auto a = std::make_unique<GenericTraceActivity>(span_, ActivityType::CPU_OP, "aten::op" + std::to_string(id));
-    a->id = id;
-    a->startTime = start;
-    a->endTime = end;
-    a->device = pid;
-    a->resource = tid;
-    a->threadId = tid;
-    GenericTraceActivity& ref = *a;
-    ops_[id] = std::move(a);
-    return ref;
+  // Builds the activities of `records` with op 1 [1000, 2000] on kOpThread and, inside it, user
+  // range 60 [1050, 1900].
+  void build(const RecordBuilder& records) {
+    ops.add(kOpThread, T + 1000, T + 2000, "aten::mm", 1);
+    ops.add(kOpThread, T + 1050, T + 1900, "my_range", 60);
+    log = {{kOpThread, {1, 60 | Fwd::kUserRangeBit}}};
+    appendRecords(store, records);
+    store.seal();
+    table = LaunchTable::build(store, HostClock::realtime(), {T, T + 10'000, T + 10'000}, {}, counters);
+    cb = ops.callback();
+    timeline = std::make_unique<OpTimeline>(log, &cb, counters);
+    buildActivities({&table, timeline.get(), &ids, 4242}, buffer, lanes, counters);
   }
-  void external(uint64_t opId, uint64_t corr, uint32_t kind = kCustom0) {
-    batch_.externals.push_back({kind, opId, corr});
-  }
-  void api(uint64_t corr, int64_t start, int64_t end, uint32_t tid = 777, const char* n = "LaunchKernelV2") {
-    batch_.apis.push_back({start, end, 4242, tid, corr, name(n)});
-  }
-  void kernel(uint64_t corr, int64_t start, int64_t end, uint32_t device = 0, uint32_t stream = 3,
-              const char* n = "MatMul") {
-    batch_.kernels.push_back({start, end, corr, device, stream, name(n), name("KERNEL_AICORE")});
-  }
-
-  void build(int64_t windowStart = 0, int64_t windowEnd = 0, std::vector<uint32_t> visible = {}) {
-    store_.append(batch_);
-    BuildInput in{&store_, &callback_, windowStart, windowEnd, std::move(visible), &intervals_};
-    buildActivities(in, buffer_, lanes_, counters_);
-  }
-
-  std::vector<const GenericTraceActivity*> of(ActivityType t) const {
+  std::vector<const GenericTraceActivity*> of(ActivityType type) const {
     std::vector<const GenericTraceActivity*> out;
-    for (const auto& a : buffer_.activities)
-      if (a->type() == t) out.push_back(a.get());
+    for (const auto& a : buffer.activities)
+      if (a->type() == type) out.push_back(static_cast<const GenericTraceActivity*>(a.get()));
     return out;
   }
-  std::vector<const GenericTraceActivity*> kernels() const { return of(ActivityType::CONCURRENT_KERNEL); }
-  std::vector<const GenericTraceActivity*> launches() const { return of(ActivityType::PRIVATEUSE1_RUNTIME); }
+  static std::string arg(const GenericTraceActivity* a, const std::string& key) { return a->getMetadataValue(key); }
 
-  libkineto::TraceSpan span_{0, 0, "ops"};
-  std::map<int32_t, std::unique_ptr<GenericTraceActivity>> ops_;
-  std::vector<int32_t> calls_;
-  libkineto::getLinkedActivityCallback callback_ = [this](int32_t id) -> const libkineto::ITraceActivity* {
-    calls_.push_back(id);
-    auto it = ops_.find(id);
-    return it == ops_.end() ? nullptr : it->second.get();
-  };
-  RecordStore store_{0};
-  WalkResult batch_;
-  libkineto::CpuTraceBuffer buffer_;
-  DeviceLanes lanes_;
-  SessionCounters counters_;
-  std::vector<OpInterval> intervals_;  // interval mode (no external correlation)
+  FakeOps ops;
+  std::vector<ThreadOps> log;
+  RecordStore store{0};
+  LaunchTable table;
+  SessionCounters counters;
+  libkineto::getLinkedActivityCallback cb;
+  std::unique_ptr<OpTimeline> timeline;
+  CorrelationIds ids;
+  libkineto::CpuTraceBuffer buffer;
+  DeviceLanes lanes;
 };
 
-TEST_F(ActivityBuilderTest, LinkedKernelGetsAFlowFinishAndALaunchEventThatStartsIt) {
-  const auto& o = op(17, kT0, kT0 + 10'000);
-  external(17, 501);
-  api(501, kT0 + 2'000, kT0 + 3'000);
-  kernel(501, kT0 + 50'000, kT0 + 60'000, 0, 3, "MatMul_v2");
-  build();
-
-  ASSERT_EQ(kernels().size(), 1u);
-  ASSERT_EQ(launches().size(), 1u);
-  const auto& k = *kernels()[0];
-  const auto& rt = *launches()[0];
-  EXPECT_EQ(k.name(), "MatMul_v2");
-  EXPECT_EQ(k.timestamp(), kT0 + 50'000);
-  EXPECT_EQ(k.duration(), 10'000);
-  EXPECT_EQ(k.deviceId(), 0);
-  EXPECT_EQ(k.resourceId(), 3);
-  EXPECT_EQ(k.linkedActivity(), &o);
-  EXPECT_EQ(k.flowType(), static_cast<int>(libkineto::kLinkAsyncCpuGpu));
-  EXPECT_FALSE(k.flowStart());
-  EXPECT_NE(k.flowId(), 0);
-  EXPECT_EQ(k.getMetadataValue("device"), "0");
-  EXPECT_EQ(k.getMetadataValue("stream"), "3");
-  EXPECT_EQ(k.getMetadataValue("type"), "KERNEL_AICORE");
-  EXPECT_EQ(k.getMetadataValue("correlation"), std::to_string(k.correlationId()));
-
-  EXPECT_EQ(rt.name(), "LaunchKernelV2");
-  EXPECT_EQ(rt.flowId(), k.flowId());
-  EXPECT_EQ(rt.flowType(), static_cast<int>(libkineto::kLinkAsyncCpuGpu));
-  EXPECT_TRUE(rt.flowStart());
-  EXPECT_EQ(rt.correlationId(), k.correlationId());
-  EXPECT_EQ(rt.linkedActivity(), &o);
-  EXPECT_EQ(rt.deviceId(), 4242);   // the op's pid
-  EXPECT_EQ(rt.resourceId(), 777);  // the op's tid
-  EXPECT_EQ(rt.getThreadId(), 777);
-  EXPECT_EQ(rt.timestamp(), kT0 + 2'000);  // the API record's host time
-  EXPECT_EQ(rt.timestamp() + rt.duration(), kT0 + 3'000);
-  EXPECT_GE(rt.timestamp(), o.timestamp());
-  EXPECT_LE(rt.timestamp() + rt.duration(), o.timestamp() + o.duration());
-  EXPECT_LE(rt.timestamp(), k.timestamp());
-
-  EXPECT_EQ(calls_, std::vector<int32_t>{17});
-  EXPECT_EQ(counters_.kernels, 1u);
-  EXPECT_EQ(counters_.linkedKernels, 1u);
-  EXPECT_EQ(counters_.unlinkedKernels, 0u);
-  EXPECT_EQ(buffer_.gpuOpCount, 1);
-  ASSERT_EQ(lanes_.resourceInfos().size(), 1u);
-  EXPECT_EQ(lanes_.resourceInfos()[0].id, 3);
-}
-
-TEST_F(ActivityBuilderTest, LaunchEventIsClampedIntoTheOpAndNeverAfterItsKernel) {
-  const auto& o = op(5, kT0, kT0 + 1'000);
-  external(5, 10);
-  api(10, kT0 + 900, kT0 + 5'000);     // API ends after the op: clamp the end to the op's end
-  kernel(10, kT0 + 400, kT0 + 2'000);  // kernel starts before the API start: launch moved to it
-  build();
-  ASSERT_EQ(launches().size(), 1u);
-  const auto& rt = *launches()[0];
-  EXPECT_GE(rt.timestamp(), o.timestamp());
-  EXPECT_LE(rt.timestamp(), kT0 + 400);
-  EXPECT_LE(rt.timestamp() + rt.duration(), o.timestamp() + o.duration());
-  EXPECT_GT(rt.duration(), 0);
-}
-
-TEST_F(ActivityBuilderTest, CallbackIsNeverCalledWithZero) {
-  op(0, kT0, kT0 + 100);  // what torch's activityMap_[0] would hold: an arbitrary event
-  external(0, 20);        // external id 0: unlinked
-  kernel(20, kT0 + 10, kT0 + 20);
-  kernel(21, kT0 + 30, kT0 + 40);  // no external record at all
-  kernel(0, kT0 + 50, kT0 + 60);   // no correlation id
-  build();
-  for (int32_t id : calls_) EXPECT_NE(id, 0);
-  EXPECT_TRUE(calls_.empty());
-  EXPECT_EQ(kernels().size(), 3u);
-  EXPECT_TRUE(launches().empty());
-  for (const auto* k : kernels()) {
-    EXPECT_EQ(k->flowId(), 0);
-    EXPECT_EQ(k->linkedActivity(), nullptr);
+TEST_F(ActivityBuilderTest, LaunchInsideAnOpIsNestedAndLinked) {
+  RecordBuilder b;
+  b.external(layout::kCustom0, 1, 5).api(at(1010), at(1040), 1, kOpThread, 5, "LaunchKernelV2");  // before the range
+  b.kernel(at(3000), at(3500), 0, 12, 5, "MatMul", "KERNEL_AICORE").kernel(at(3500), at(3600), 0, 12, 5, "Cast");
+  build(b);
+  const auto launches = of(ActivityType::PRIVATEUSE1_RUNTIME);
+  const auto kernels = of(ActivityType::CONCURRENT_KERNEL);
+  ASSERT_EQ(launches.size(), 1u);
+  ASSERT_EQ(kernels.size(), 2u);
+  const GenericTraceActivity* l = launches[0];
+  EXPECT_EQ(l->name(), "LaunchKernelV2");
+  EXPECT_EQ(l->startTime, T + 1010);
+  EXPECT_EQ(l->endTime, T + 1040);
+  EXPECT_EQ(l->threadId, static_cast<int32_t>(kOpThread));
+  ASSERT_NE(l->linked, nullptr);
+  EXPECT_EQ(l->linked->correlationId(), 1);
+  EXPECT_EQ(l->flow.type, libkineto::kLinkAsyncCpuGpu);
+  EXPECT_TRUE(l->flow.start);
+  EXPECT_GE(l->id, static_cast<int32_t>(CorrelationIds::kFirst));
+  for (const GenericTraceActivity* k : kernels) {
+    EXPECT_EQ(k->id, l->id);  // one correlation for the launch and all its rows
+    EXPECT_EQ(k->flow.id, l->flow.id);
+    EXPECT_FALSE(k->flow.start);
+    EXPECT_EQ(k->device, 0);
+    EXPECT_EQ(k->resource, 12);
+    ASSERT_NE(k->linked, nullptr);
+    EXPECT_EQ(k->linked->correlationId(), 1);
+    EXPECT_EQ(arg(k, "link"), "verified");
+    EXPECT_EQ(arg(k, "stream"), "12");
   }
-  EXPECT_EQ(counters_.unlinkedKernels, 3u);
+  EXPECT_EQ(kernels[0]->name(), "MatMul");
+  EXPECT_EQ(arg(kernels[0], "type"), "KERNEL_AICORE");
+  EXPECT_EQ(counters.kernels, 2u);
+  EXPECT_EQ(counters.deviceRows, 2u);
+  EXPECT_EQ(counters.linkedVerified, 2u);
+  EXPECT_EQ(counters.launchEvents, 1u);
+  EXPECT_EQ(buffer.gpuOpCount, 2);
+  EXPECT_EQ(lanes.devices(), std::vector<int32_t>{0});
 }
 
-TEST_F(ActivityBuilderTest, OnlyCustom0ExternalIdsLink) {
-  op(8, kT0, kT0 + 100);
-  external(8, 30, kCustom1);  // a user range id, not an op id
-  kernel(30, kT0 + 10, kT0 + 20);
-  build();
-  EXPECT_TRUE(calls_.empty());
-  EXPECT_TRUE(launches().empty());
-  EXPECT_EQ(counters_.unlinkedKernels, 1u);
+TEST_F(ActivityBuilderTest, LaunchJustBeforeItsOpIsClampedIntoTheOp) {
+  RecordBuilder b;
+  b.api(at(999), at(1010), 1, kOpThread, 5, "LaunchKernelV2").kernel(at(3000), at(3100), 0, 1, 5, "k");
+  build(b);
+  const auto launches = of(ActivityType::PRIVATEUSE1_RUNTIME);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0]->startTime, T + 1000);
+  EXPECT_EQ(launches[0]->endTime, T + 1010);
+  EXPECT_EQ(arg(of(ActivityType::CONCURRENT_KERNEL)[0], "link"), "recovered");  // no hint
 }
 
-TEST_F(ActivityBuilderTest, ApiRecordOnAnotherThreadRejectsTheLink) {
-  op(9, kT0, kT0 + 1'000, 4242, 777);
-  external(9, 40);
-  api(40, kT0 + 100, kT0 + 200, /*tid=*/888);  // launched by the task-queue thread
-  kernel(40, kT0 + 500, kT0 + 600);
-  build();
-  EXPECT_EQ(counters_.mislinksRejected, 1u);
-  EXPECT_TRUE(launches().empty());
-  ASSERT_EQ(kernels().size(), 1u);
-  EXPECT_EQ(kernels()[0]->linkedActivity(), nullptr);
-  EXPECT_EQ(kernels()[0]->flowId(), 0);
-  EXPECT_EQ(counters_.unlinkedKernels, 1u);
+TEST_F(ActivityBuilderTest, LaunchFromAThreadWithoutOpsGetsItsOwnLane) {
+  RecordBuilder b;
+  b.external(layout::kCustom0, 1, 5).api(at(1100), at(1150), 1, kQueueThread, 5, "LaunchKernelV2");
+  b.kernel(at(3000), at(3100), 0, 1, 5, "k");
+  build(b);
+  const auto launches = of(ActivityType::PRIVATEUSE1_RUNTIME);
+  const auto kernels = of(ActivityType::CONCURRENT_KERNEL);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0]->linked, nullptr);
+  EXPECT_EQ(launches[0]->device, 4242);
+  EXPECT_EQ(launches[0]->threadId, static_cast<int32_t>(kQueueThread));
+  EXPECT_EQ(kernels[0]->linked, nullptr);
+  EXPECT_EQ(arg(kernels[0], "link"), "no_op_on_thread");
+  EXPECT_EQ(counters.unlinkedNoOp, 1u);
+  EXPECT_EQ(counters.launchThreadEvents, 1u);
+  bool named = false;
+  for (const auto& r : lanes.resourceInfos()) named |= r.id == static_cast<int64_t>(kQueueThread) && r.deviceId == 4242;
+  EXPECT_TRUE(named);
 }
 
-TEST_F(ActivityBuilderTest, KernelStartingBeforeItsOpRejectsTheLink) {
-  op(10, kT0 + 1'000, kT0 + 2'000);
-  external(10, 41);
-  kernel(41, kT0 + 500, kT0 + 600);
-  build();
-  EXPECT_EQ(counters_.mislinksRejected, 1u);
-  EXPECT_TRUE(launches().empty());
+TEST_F(ActivityBuilderTest, CopiesMemsetsAndCollectivesAreNamedAndDescribed) {
+  RecordBuilder b;
+  b.api(at(1100), at(1110), 1, kOpThread, 5, "aclrtMemcpyAsync")
+      .copy(layout::kMemcpy, {.start = at(3000),
+                              .end = at(3100),
+                              .deviceId = 0,
+                              .streamId = 2,
+                              .correlationId = 5,
+                              .subkind = 2,
+                              .count = 1000,
+                              .isAsync = 1});
+  b.api(at(1200), at(1210), 1, kOpThread, 6, "aclrtMemsetAsync")
+      .copy(layout::kMemset, {.start = at(3200),
+                              .end = at(3250),
+                              .deviceId = 0,
+                              .streamId = 2,
+                              .correlationId = 6,
+                              .subkind = 0,
+                              .count = 64});
+  b.api(at(1300), at(1310), 1, kOpThread, 7, "HcclAllReduce")
+      .communication({.start = at(4000),
+                      .end = at(5000),
+                      .deviceId = 0,
+                      .streamId = 3,
+                      .correlationId = 7,
+                      .name = "hcom_allReduce__12_0_1",
+                      .detail = "RING",
+                      .group = "group_0",
+                      .subkind = 4,
+                      .count = 256});
+  build(b);
+  const auto copies = of(ActivityType::GPU_MEMCPY);
+  const auto sets = of(ActivityType::GPU_MEMSET);
+  const auto kernels = of(ActivityType::CONCURRENT_KERNEL);
+  ASSERT_EQ(copies.size(), 1u);
+  ASSERT_EQ(sets.size(), 1u);
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_EQ(copies[0]->name(), "Memcpy HtoD (Host -> Device)");
+  EXPECT_EQ(arg(copies[0], "bytes"), "1000");
+  EXPECT_EQ(arg(copies[0], "memory bandwidth (GB/s)"), "10");
+  EXPECT_EQ(arg(copies[0], "copy kind"), "HtoD");
+  EXPECT_EQ(arg(copies[0], "async"), "1");
+  EXPECT_EQ(sets[0]->name(), "Memset (Device)");
+  EXPECT_EQ(arg(sets[0], "bytes"), "64");
+  const GenericTraceActivity* c = kernels[0];
+  EXPECT_EQ(c->name(), "hcom_allReduce__12_0_1");
+  EXPECT_EQ(arg(c, "Collective name"), "allreduce");
+  EXPECT_EQ(arg(c, "algorithm"), "RING");
+  EXPECT_EQ(arg(c, "In msg nelems"), "256");
+  EXPECT_EQ(arg(c, "dtype"), "Float");
+  EXPECT_EQ(arg(c, "bytes"), "1024");
+  EXPECT_EQ(arg(c, "Process Group Name"), "group_0");
+  EXPECT_EQ(counters.memcpys, 1u);
+  EXPECT_EQ(counters.memsets, 1u);
+  EXPECT_EQ(counters.communications, 1u);
+  EXPECT_EQ(counters.deviceRows, 3u);
 }
 
-TEST_F(ActivityBuilderTest, ApiTimeOutsideTheOpFallsBackToTheOpStart) {
-  const auto& o = op(11, kT0, kT0 + 1'000);
-  external(11, 42);
-  api(42, 123'456, 123'999);  // raw monotonic host time from an old MSPTI build
-  kernel(42, kT0 + 5'000, kT0 + 6'000);
-  build();
-  EXPECT_EQ(counters_.apiTimeUntrusted, 1u);
-  ASSERT_EQ(launches().size(), 1u);
-  EXPECT_EQ(launches()[0]->timestamp(), o.timestamp());
-  EXPECT_GT(launches()[0]->duration(), 0);
-  EXPECT_LE(launches()[0]->timestamp() + launches()[0]->duration(), o.timestamp() + o.duration());
-}
-
-TEST_F(ActivityBuilderTest, WithoutAnApiRecordTheLaunchSitsAtTheOpStart) {
-  const auto& o = op(12, kT0 + 100, kT0 + 1'000);
-  external(12, 43);
-  kernel(43, kT0 + 5'000, kT0 + 6'000);
-  build();
-  ASSERT_EQ(launches().size(), 1u);
-  EXPECT_EQ(launches()[0]->timestamp(), o.timestamp());
-  EXPECT_EQ(launches()[0]->name(), "LaunchKernel");
-  EXPECT_EQ(counters_.apiTimeUntrusted, 0u);
-}
-
-TEST_F(ActivityBuilderTest, MissingLinkTargetIsCounted) {
-  external(99, 44);  // torch did not record op 99 in this trace
-  kernel(44, kT0 + 5'000, kT0 + 6'000);
-  build();
-  EXPECT_EQ(calls_, std::vector<int32_t>{99});
-  EXPECT_EQ(counters_.linkTargetMissing, 1u);
-  EXPECT_TRUE(launches().empty());
-}
-
-TEST_F(ActivityBuilderTest, DuplicateKernelRecordsAreDroppedAndCounted) {
-  op(13, kT0, kT0 + 1'000);
-  external(13, 50);
-  kernel(50, kT0 + 5'000, kT0 + 6'000);
-  kernel(50, kT0 + 5'000, kT0 + 6'000);
-  kernel(50, kT0 + 5'000, kT0 + 6'000);
-  build();
-  EXPECT_EQ(counters_.duplicates, 2u);
-  EXPECT_EQ(kernels().size(), 1u);
-  EXPECT_EQ(launches().size(), 1u);
-}
-
-TEST_F(ActivityBuilderTest, ZeroOrInvertedTimingIsDroppedAndCounted) {
-  kernel(60, 0, kT0);              // no start
-  kernel(61, kT0 + 10, kT0 + 10);  // zero length
-  kernel(62, kT0 + 10, kT0 + 5);   // inverted
-  kernel(63, kT0 + 10, kT0 + 20);  // fine
-  build();
-  EXPECT_EQ(counters_.invalidTiming, 3u);
-  ASSERT_EQ(kernels().size(), 1u);
-  EXPECT_EQ(kernels()[0]->timestamp(), kT0 + 10);
-}
-
-TEST_F(ActivityBuilderTest, KernelsOutsideTheCaptureWindowAreDroppedAndCounted) {
-  kernel(70, kT0 - 100, kT0 + 100);      // starts before the window
-  kernel(71, kT0 + 900, kT0 + 1'100);    // ends after it
-  kernel(72, kT0 + 10, kT0 + 20);        // inside
-  kernel(73, kT0 + 2'000, kT0 + 3'000);  // entirely after
-  build(kT0, kT0 + 1'000);
-  EXPECT_EQ(counters_.outOfWindow, 3u);
-  ASSERT_EQ(kernels().size(), 1u);
-  EXPECT_EQ(kernels()[0]->timestamp(), kT0 + 10);
-}
-
-TEST_F(ActivityBuilderTest, PhysicalDevicesAreMappedToLogicalOnes) {
-  kernel(80, kT0 + 10, kT0 + 20, /*device=*/6, 1);
-  kernel(81, kT0 + 10, kT0 + 20, /*device=*/4, 2);
-  build(0, 0, {4, 6});
-  std::map<int64_t, int64_t> streamToDevice;
-  for (const auto* k : kernels()) {
-    streamToDevice[k->resourceId()] = k->deviceId();
-    EXPECT_EQ(k->getMetadataValue("device"), std::to_string(k->deviceId()));
+TEST_F(ActivityBuilderTest, UserRangesBecomeSpansOverTheirRowsPerStream) {
+  RecordBuilder b;
+  b.external(layout::kCustom1, 60, 5).api(at(1100), at(1110), 1, kOpThread, 5, "LaunchKernelV2");
+  b.kernel(at(3000), at(3100), 0, 1, 5, "a");
+  b.external(layout::kCustom1, 60, 6).api(at(1200), at(1210), 1, kOpThread, 6, "LaunchKernelV2");
+  b.kernel(at(3200), at(3400), 0, 1, 6, "b").kernel(at(3300), at(3500), 0, 2, 6, "c");
+  b.api(at(1950), at(1960), 1, kOpThread, 7, "LaunchKernelV2").kernel(at(9000), at(9100), 0, 1, 7, "outside");
+  build(b);
+  const auto spans = of(ActivityType::GPU_USER_ANNOTATION);
+  ASSERT_EQ(spans.size(), 2u);  // streams 1 and 2
+  for (const GenericTraceActivity* s : spans) {
+    EXPECT_EQ(s->name(), "my_range");
+    EXPECT_EQ(s->id, 60);
+    EXPECT_EQ(s->linked, nullptr);  // credited to no op
+    if (s->resource == 1) {
+      EXPECT_EQ(s->startTime, T + 3000);
+      EXPECT_EQ(s->endTime, T + 3400);  // not the row launched after the range ended
+    } else {
+      EXPECT_EQ(s->startTime, T + 3300);
+      EXPECT_EQ(s->endTime, T + 3500);
+    }
   }
-  EXPECT_EQ(streamToDevice[1], 1);
-  EXPECT_EQ(streamToDevice[2], 0);
-  EXPECT_EQ(lanes_.devices(), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(counters.annotations, 2u);
+  // Rows in the range are linked to the range (the innermost node); the last one to the op.
+  for (const GenericTraceActivity* k : of(ActivityType::CONCURRENT_KERNEL))
+    EXPECT_EQ(k->linked->correlationId(), k->name() == "outside" ? 1 : 60) << k->name();
 }
 
-TEST_F(ActivityBuilderTest, WithoutVisibleDevicesPhysicalIdsAreKept) {
-  kernel(82, kT0 + 10, kT0 + 20, /*device=*/5, 1);
-  build();
-  ASSERT_EQ(kernels().size(), 1u);
-  EXPECT_EQ(kernels()[0]->deviceId(), 5);
-}
-
-TEST_F(ActivityBuilderTest, IdsAreInTheirRangeAndUniquePerLaunch) {
-  for (int i = 0; i < 20; ++i) {
-    op(100 + i, kT0 + i * 10'000, kT0 + i * 10'000 + 1'000);
-    external(100 + i, 900 + i);
-    kernel(900 + i, kT0 + i * 10'000 + 500, kT0 + i * 10'000 + 800);
-  }
-  for (int i = 0; i < 5; ++i) kernel(2000 + i, kT0 + i, kT0 + i + 1);  // unlinked launches
-  build();
-  ASSERT_EQ(launches().size(), 20u);
-  std::set<int64_t> launchIds, flowIds, kernelIds;
-  for (const auto* rt : launches()) {
-    EXPECT_GE(rt->correlationId(), int64_t{1} << 30);
-    EXPECT_LT(rt->correlationId(), int64_t{1} << 31);
-    launchIds.insert(rt->correlationId());
-    flowIds.insert(rt->flowId());
-  }
-  for (const auto* k : kernels()) {
-    EXPECT_GE(k->correlationId(), int64_t{1} << 30);
-    EXPECT_LT(k->correlationId(), int64_t{1} << 31);
-    kernelIds.insert(k->correlationId());
-  }
-  EXPECT_EQ(launchIds.size(), 20u);
-  EXPECT_EQ(flowIds.size(), 20u);
-  EXPECT_EQ(kernelIds.size(), 25u);  // one id per launch
-}
-
-TEST_F(ActivityBuilderTest, IdsStayUniqueAcrossSessions) {
-  std::set<int64_t> seen;
-  for (int session = 0; session < 3; ++session) {
-    RecordStore store(0);
-    WalkResult w;
-    w.kernels.push_back({kT0 + 1, kT0 + 2, 1, 0, 0, name("k"), name("KERNEL_AICORE")});
-    store.append(w);
-    libkineto::CpuTraceBuffer buffer;
-    DeviceLanes lanes;
-    SessionCounters counters;
-    buildActivities(BuildInput{&store, nullptr, 0, 0, {}}, buffer, lanes, counters);
-    ASSERT_EQ(buffer.activities.size(), 1u);
-    EXPECT_TRUE(seen.insert(buffer.activities[0]->correlationId()).second);
-  }
-}
-
-TEST_F(ActivityBuilderTest, SiblingKernelsOfOneLaunchShareOneLaunchEvent) {
-  const auto& o = op(21, kT0, kT0 + 1'000);
-  external(21, 300);
-  api(300, kT0 + 100, kT0 + 200);
-  kernel(300, kT0 + 2'000, kT0 + 3'000, 0, 3, "part0");
-  kernel(300, kT0 + 3'000, kT0 + 4'000, 0, 3, "part1");
-  build();
-  ASSERT_EQ(launches().size(), 1u);
-  ASSERT_EQ(kernels().size(), 2u);
-  for (const auto* k : kernels()) {
-    EXPECT_EQ(k->flowId(), launches()[0]->flowId());
-    EXPECT_FALSE(k->flowStart());
-    EXPECT_EQ(k->correlationId(), launches()[0]->correlationId());
-    EXPECT_EQ(k->linkedActivity(), &o);
-  }
-  EXPECT_EQ(calls_.size(), 1u);
-  EXPECT_EQ(counters_.linkedKernels, 2u);
-}
-
-TEST_F(ActivityBuilderTest, NullCallbackLinksNothing) {
-  op(22, kT0, kT0 + 1'000);
-  external(22, 310);
-  kernel(310, kT0 + 2'000, kT0 + 3'000);
-  store_.append(batch_);
-  BuildInput in{&store_, nullptr, 0, 0, {}};
-  buildActivities(in, buffer_, lanes_, counters_);
-  EXPECT_EQ(kernels().size(), 1u);
-  EXPECT_TRUE(launches().empty());
-  EXPECT_EQ(counters_.unlinkedKernels, 1u);
-}
-
-TEST(CorrelationIdsTest, WrapsBackToTheStartOfTheRange) {
-  CorrelationIds& ids = CorrelationIds::instance();
-  const uint64_t wraps = ids.wraps();
-  ids.resetForTesting(CorrelationIds::kEnd - 2);
-  EXPECT_EQ(static_cast<uint32_t>(ids.next()), CorrelationIds::kEnd - 2);
-  EXPECT_EQ(static_cast<uint32_t>(ids.next()), CorrelationIds::kEnd - 1);
-  EXPECT_EQ(static_cast<uint32_t>(ids.next()), CorrelationIds::kFirst);
-  EXPECT_EQ(ids.wraps(), wraps + 1);
+TEST(ActivityBuilderNames, CollectivesAndDataTypes) {
+  EXPECT_EQ(collectiveName("hcom_allReduce__360_0_1"), "allreduce");
+  EXPECT_EQ(collectiveName("HcclReduceScatter"), "reduce_scatter");
+  EXPECT_EQ(collectiveName("hcom_allGather_"), "allgather");
+  EXPECT_EQ(collectiveName("AllToAllV"), "all_to_allv");
+  EXPECT_EQ(collectiveName("HcclReduce"), "reduce");
+  EXPECT_EQ(collectiveName("hcom_receive"), "recv");
+  EXPECT_EQ(collectiveName("something"), "");
+  EXPECT_STREQ(communicationTypeName(0), "Char");
+  EXPECT_STREQ(communicationTypeName(11), "BFloat16");
+  EXPECT_STREQ(communicationTypeName(13), "unknown");
+  EXPECT_STREQ(communicationTypeName(0xFFFF), "unknown");
+  EXPECT_EQ(communicationTypeSize(4), 4u);
+  EXPECT_EQ(communicationTypeSize(12), 16u);
+  EXPECT_EQ(communicationTypeSize(0xFFFF), 0u);
 }
 
 }  // namespace
-// Interval mode (CANN 8.0.RC3: no external correlation). A launch links to the innermost op on
-// the API record's thread whose push/pop interval contains the API record's start.
-TEST_F(ActivityBuilderTest, WithoutExternalCorrelationTheInnermostOpIntervalOnTheApiThreadLinks) {
-  op(1, kT0, kT0 + 1000);                  // outer op on thread 777
-  op(2, kT0 + 100, kT0 + 300);             // nested op, first child
-  op(3, kT0 + 400, kT0 + 600);             // nested op, second child
-  op(4, kT0 + 100, kT0 + 900, 4242, 888);  // an op on another thread covering the same time
-  intervals_ = {{777, 1, kT0, kT0 + 1000},
-                {777, 2, kT0 + 100, kT0 + 300},
-                {777, 3, kT0 + 400, kT0 + 600},
-                {888, 4, kT0 + 100, kT0 + 900}};
-  api(11, kT0 + 150, kT0 + 160);       // inside op 2
-  api(12, kT0 + 350, kT0 + 360);       // between the children: the outer op
-  api(13, kT0 + 450, kT0 + 460, 888);  // thread 888: op 4
-  api(14, kT0 + 2000, kT0 + 2010);     // outside every op: unlinked
-  kernel(11, kT0 + 200, kT0 + 250, 0, 3, "K11");
-  kernel(12, kT0 + 400, kT0 + 450, 0, 3, "K12");
-  kernel(13, kT0 + 500, kT0 + 550, 0, 3, "K13");
-  kernel(14, kT0 + 2100, kT0 + 2150, 0, 3, "K14");
-  build();
-  std::map<std::string, const libkineto::ITraceActivity*> linkedOf;
-  for (const auto* k : kernels()) linkedOf[k->name()] = k->linkedActivity();
-  EXPECT_EQ(linkedOf["K11"], ops_[2].get());
-  EXPECT_EQ(linkedOf["K12"], ops_[1].get());
-  EXPECT_EQ(linkedOf["K13"], ops_[4].get());
-  EXPECT_EQ(linkedOf["K14"], nullptr);
-  EXPECT_EQ(counters_.linkedKernels, 3u);
-  EXPECT_EQ(counters_.linkedByOpInterval, 3u);
-  EXPECT_EQ(counters_.mislinksRejected, 0u);
-}
-
-TEST_F(ActivityBuilderTest, ExternalCorrelationWinsOverOpIntervals) {
-  op(1, kT0, kT0 + 1000);
-  op(2, kT0 + 100, kT0 + 300);
-  intervals_ = {{777, 2, kT0 + 100, kT0 + 300}};
-  external(1, 21);
-  api(21, kT0 + 150, kT0 + 160);
-  kernel(21, kT0 + 200, kT0 + 250);
-  build();
-  ASSERT_EQ(kernels().size(), 1u);
-  EXPECT_EQ(kernels()[0]->linkedActivity(), ops_[1].get());
-  EXPECT_EQ(counters_.linkedByOpInterval, 0u);
-}
-
 }  // namespace torch_mspti::test

@@ -1,6 +1,9 @@
-// Config: ranges and messages of every setting, environment parsing, ASCEND_RT_VISIBLE_DEVICES.
+// Config: the settings table, parsing of environment variables (size suffixes, booleans,
+// choices), and errors that name the variable, the value, the allowed range and the default
+// kept; setters refuse bad values with the same clarity.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -10,241 +13,169 @@
 namespace torch_mspti::test {
 namespace {
 
-struct IntCase {
-  const char* name;
-  const char* env;
-  int64_t lo, hi, multipleOf, def;
-};
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// The specification the plugin documents (Config.cpp kIntSettings; mspti.md 5.1).
-const IntCase kInts[] = {
-    {"buffer_size", "TORCH_MSPTI_BUFFER_SIZE", 64 << 10, 256 << 20, 8, 8 << 20},
-    {"buffer_pool_cap", "TORCH_MSPTI_BUFFER_POOL_CAP", 1, 4096, 1, 64},
-    {"drain_poll_interval_ms", "TORCH_MSPTI_DRAIN_POLL_INTERVAL_MS", 1, 1000, 1, 5},
-    {"drain_quiet_flushes", "TORCH_MSPTI_DRAIN_QUIET_FLUSHES", 1, 1000, 1, 3},
-    {"drain_timeout_ms", "TORCH_MSPTI_DRAIN_TIMEOUT_MS", 0, 600000, 1, 1000},
-};
-
-const char* const kEnvVars[] = {"TORCH_MSPTI_BUFFER_SIZE",
-                                "TORCH_MSPTI_BUFFER_POOL_CAP",
-                                "TORCH_MSPTI_DRAIN_POLL_INTERVAL_MS",
-                                "TORCH_MSPTI_DRAIN_QUIET_FLUSHES",
-                                "TORCH_MSPTI_DRAIN_TIMEOUT_MS",
-                                "TORCH_MSPTI_DRAIN_ORDER",
-                                "TORCH_MSPTI_LIBRARY",
-                                "TORCH_MSPTI_ENABLE_KERNELS",
-                                "TORCH_MSPTI_ENABLE_EXTERNAL_CORRELATION",
-                                "TORCH_MSPTI_ENABLE_API_RECORDS",
-                                "TORCH_MSPTI_ENABLE_COMMUNICATION",
-                                "TORCH_MSPTI_ENABLE_MEMCPY_MEMSET",
-                                "TORCH_MSPTI_ENABLE_MARKERS",
-                                "ASCEND_RT_VISIBLE_DEVICES"};
-
+// Sets environment variables for one test and removes them afterwards.
 class ConfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    for (const char* v : kEnvVars) unsetenv(v);
-    Config::instance().reset();
+  void TearDown() override {
+    for (const auto& v : set_) unsetenv(v.c_str());
   }
-  void TearDown() override { SetUp(); }
-  static bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+  void env(const std::string& name, const std::string& value) {
+    setenv(name.c_str(), value.c_str(), 1);
+    set_.insert(name);
+  }
+  std::set<std::string> set_;
 };
 
-TEST_F(ConfigTest, TheIntTableCoversEverySetting) {
-  std::set<std::string> specified;
-  for (const auto& c : kInts) specified.insert(c.name);
-  for (const auto& s : Config::instance().settings()) {
-    if (s.type == "int") {
-      EXPECT_TRUE(specified.count(s.name)) << "setting " << s.name << " has no range test";
-    }
-  }
+TEST(ParseSize, SuffixesAndErrors) {
+  EXPECT_EQ(parseSize("0"), 0);
+  EXPECT_EQ(parseSize("4096"), 4096);
+  EXPECT_EQ(parseSize("64K"), 64 << 10);
+  EXPECT_EQ(parseSize("64k"), 64 << 10);
+  EXPECT_EQ(parseSize("8M"), 8 << 20);
+  EXPECT_EQ(parseSize("8MiB"), 8 << 20);
+  EXPECT_EQ(parseSize("1G"), int64_t{1} << 30);
+  EXPECT_EQ(parseSize("2GiB"), int64_t{2} << 30);
+  EXPECT_EQ(parseSize("-5"), -5);
+  for (const char* bad : {"", "abc", "M", "8MB", "8 M", "0x10", "1.5M", "-", "+3", "99999999999999999999"})
+    EXPECT_FALSE(parseSize(bad).has_value()) << bad;
+  EXPECT_FALSE(parseSize("9000000000G").has_value());  // overflows int64
 }
 
-TEST_F(ConfigTest, DefaultsWithoutEnvironment) {
-  Config& c = Config::instance();
-  EXPECT_TRUE(c.environmentErrors().empty());
-  for (const auto& s : kInts) EXPECT_EQ(c.get(s.name), std::to_string(s.def)) << s.name;
-  const ConfigSnapshot snap = c.snapshot();
-  EXPECT_EQ(snap.drainOrder, DrainOrder::kAuto);
-  EXPECT_EQ(c.get("drain_order"), "auto");
-  EXPECT_TRUE(snap.libraryPath.empty());
-  EXPECT_TRUE(snap.visibleDevices.empty());
-  EXPECT_EQ(c.get("no_such_setting"), std::nullopt);
-}
-
-TEST_F(ConfigTest, EveryIntSettingRejectsOutOfRangeWithFieldValueAndRange) {
-  Config& c = Config::instance();
-  for (const auto& s : kInts) {
-    const std::string range = std::to_string(s.lo) + ".." + std::to_string(s.hi);
-    for (int64_t bad : {s.lo - s.multipleOf, s.hi + s.multipleOf, -(int64_t{1} << 40)}) {
-      const std::string err = c.setInt(s.name, bad);
-      EXPECT_TRUE(contains(err, s.name)) << err;
-      EXPECT_TRUE(contains(err, std::to_string(bad))) << err;
-      EXPECT_TRUE(contains(err, range)) << err;
-      EXPECT_EQ(c.get(s.name), std::to_string(s.def)) << "rejected value must not be stored: " << err;
-    }
-    EXPECT_EQ(c.setInt(s.name, s.lo), "") << s.name;
-    EXPECT_EQ(c.get(s.name), std::to_string(s.lo));
-    EXPECT_EQ(c.setInt(s.name, s.hi), "") << s.name;
-    EXPECT_EQ(c.get(s.name), std::to_string(s.hi));
-  }
-  const ConfigSnapshot snap = c.snapshot();
-  EXPECT_EQ(snap.bufferSizeBytes, 256 << 20);
-  EXPECT_EQ(snap.drainTimeoutMs, 600000);
-}
-
-TEST_F(ConfigTest, BufferSizeMustBeAMultipleOfEight) {
-  Config& c = Config::instance();
-  for (int64_t bad : {int64_t{(64 << 10) + 1}, int64_t{(1 << 20) + 4}, int64_t{(256 << 20) - 1}}) {
-    const std::string err = c.setInt("buffer_size", bad);
-    EXPECT_TRUE(contains(err, "buffer_size")) << err;
-    EXPECT_TRUE(contains(err, std::to_string(bad))) << err;
-    EXPECT_TRUE(contains(err, "multiple of 8")) << err;
-  }
-  EXPECT_EQ(c.get("buffer_size"), std::to_string(8 << 20));
-  EXPECT_EQ(c.setInt("buffer_size", (1 << 20) + 8), "");
-}
-
-TEST_F(ConfigTest, TypeMismatchesAreRejected) {
-  Config& c = Config::instance();
-  EXPECT_NE(c.setInt("enable_kernels", 1), "");
-  EXPECT_NE(c.setBool("buffer_size", true), "");
-  EXPECT_NE(c.setString("buffer_size", "1"), "");
-  EXPECT_NE(c.setInt("nope", 1), "");
-  EXPECT_EQ(c.setBool("enable_markers", true), "");
-  EXPECT_EQ(c.get("enable_markers"), "true");
-}
-
-TEST_F(ConfigTest, NonIntegerEnvironmentValueIsReportedAndDefaultKept) {
-  setenv("TORCH_MSPTI_BUFFER_SIZE", "abc", 1);
-  setenv("TORCH_MSPTI_DRAIN_TIMEOUT_MS", "12ms", 1);
-  setenv("TORCH_MSPTI_DRAIN_QUIET_FLUSHES", "99999999999999999999999", 1);
-  Config::instance().reset();
-  const auto errors = Config::instance().environmentErrors();
-  ASSERT_EQ(errors.size(), 3u);
-  bool sawBuffer = false;
-  for (const auto& e : errors) {
-    if (contains(e, "TORCH_MSPTI_BUFFER_SIZE")) {
-      sawBuffer = true;
-      EXPECT_TRUE(contains(e, "abc")) << e;
-      EXPECT_TRUE(contains(e, "65536..268435456")) << e;
-    }
-  }
-  EXPECT_TRUE(sawBuffer);
-  const ConfigSnapshot snap = Config::instance().snapshot();
-  EXPECT_EQ(snap.bufferSizeBytes, 8 << 20);
-  EXPECT_EQ(snap.drainTimeoutMs, 1000);
-  EXPECT_EQ(snap.drainQuietFlushes, 3);
-}
-
-TEST_F(ConfigTest, OutOfRangeEnvironmentValueIsReportedAndDefaultKept) {
-  setenv("TORCH_MSPTI_BUFFER_SIZE", "65540", 1);  // in range, not a multiple of 8
-  setenv("TORCH_MSPTI_BUFFER_POOL_CAP", "0", 1);
-  setenv("TORCH_MSPTI_DRAIN_POLL_INTERVAL_MS", "7", 1);  // valid: applied
-  Config::instance().reset();
-  const auto errors = Config::instance().environmentErrors();
-  ASSERT_EQ(errors.size(), 2u);
-  EXPECT_TRUE(contains(errors[0], "TORCH_MSPTI_BUFFER_SIZE") && contains(errors[0], "65540") &&
-              contains(errors[0], "multiple of 8"))
-      << errors[0];
-  EXPECT_TRUE(contains(errors[1], "TORCH_MSPTI_BUFFER_POOL_CAP") && contains(errors[1], "'0'") &&
-              contains(errors[1], "1..4096"))
-      << errors[1];
-  const ConfigSnapshot snap = Config::instance().snapshot();
-  EXPECT_EQ(snap.bufferSizeBytes, 8 << 20);
-  EXPECT_EQ(snap.bufferPoolCap, 64);
-  EXPECT_EQ(snap.drainPollIntervalMs, 7);
-}
-
-TEST_F(ConfigTest, BoolEnvironmentParsing) {
-  setenv("TORCH_MSPTI_ENABLE_KERNELS", "off", 1);
-  setenv("TORCH_MSPTI_ENABLE_MARKERS", "yes", 1);
-  setenv("TORCH_MSPTI_ENABLE_COMMUNICATION", "maybe", 1);
-  Config::instance().reset();
-  const auto errors = Config::instance().environmentErrors();
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_TRUE(contains(errors[0], "TORCH_MSPTI_ENABLE_COMMUNICATION") && contains(errors[0], "maybe")) << errors[0];
-  const ConfigSnapshot snap = Config::instance().snapshot();
-  EXPECT_FALSE(snap.enableKernels);
-  EXPECT_TRUE(snap.enableMarkers);
-  EXPECT_FALSE(snap.enableCommunication);  // default kept
-}
-
-TEST_F(ConfigTest, ResetRestoresDefaults) {
-  Config& c = Config::instance();
-  ASSERT_EQ(c.setInt("buffer_pool_cap", 9), "");
-  ASSERT_EQ(c.setString("drain_order", "poll_first"), "");
-  c.reset();
-  EXPECT_EQ(c.snapshot().bufferPoolCap, 64);
-  EXPECT_EQ(c.snapshot().drainOrder, DrainOrder::kAuto);
-}
-
-TEST_F(ConfigTest, DrainOrderChoices) {
-  Config& c = Config::instance();
-  const std::pair<const char*, DrainOrder> choices[] = {{"disable_first", DrainOrder::kDisableFirst},
-                                                        {"poll_first", DrainOrder::kPollFirst},
-                                                        {"auto", DrainOrder::kAuto}};
-  for (const auto& [text, order] : choices) {
-    EXPECT_EQ(c.setString("drain_order", text), "");
-    EXPECT_EQ(c.snapshot().drainOrder, order);
-    EXPECT_EQ(c.get("drain_order"), text);
-  }
-  const std::string err = c.setString("drain_order", "Poll_First");
-  EXPECT_TRUE(contains(err, "drain_order") && contains(err, "Poll_First") && contains(err, "disable_first") &&
-              contains(err, "poll_first") && contains(err, "auto"))
-      << err;
-  EXPECT_EQ(c.snapshot().drainOrder, DrainOrder::kAuto);
-
-  setenv("TORCH_MSPTI_DRAIN_ORDER", "poll_first", 1);
-  c.reset();
-  EXPECT_EQ(c.snapshot().drainOrder, DrainOrder::kPollFirst);
-  EXPECT_TRUE(c.environmentErrors().empty());
-  setenv("TORCH_MSPTI_DRAIN_ORDER", "sideways", 1);
-  c.reset();
-  EXPECT_EQ(c.snapshot().drainOrder, DrainOrder::kAuto);
-  ASSERT_EQ(c.environmentErrors().size(), 1u);
-  EXPECT_TRUE(contains(c.environmentErrors()[0], "TORCH_MSPTI_DRAIN_ORDER") &&
-              contains(c.environmentErrors()[0], "sideways"));
-}
-
-TEST_F(ConfigTest, LibraryPathFromEnvironmentAndSetter) {
-  setenv("TORCH_MSPTI_LIBRARY", "/opt/x/libmspti.so", 1);
-  Config::instance().reset();
-  EXPECT_EQ(Config::instance().snapshot().libraryPath, "/opt/x/libmspti.so");
-  EXPECT_EQ(Config::instance().setString("library_path", "/elsewhere/libmspti.so"), "");  // nothing loaded
-  EXPECT_EQ(Config::instance().get("library_path"), "/elsewhere/libmspti.so");
-}
-
-TEST_F(ConfigTest, VisibleDevicesAreParsedAtEverySnapshot) {
-  Config& c = Config::instance();
-  struct Case {
-    const char* env;
-    std::vector<uint32_t> want;
-  };
-  const Case cases[] = {
-      {"2,3", {2, 3}}, {"7", {7}}, {"4, 5", {4, 5}}, {"", {}},
-      {"1,x,3", {1}},  {"x", {}},  {"0,1,", {0, 1}}, {"6,5,4,3", {6, 5, 4, 3}},
-  };
-  for (const auto& cs : cases) {
-    setenv("ASCEND_RT_VISIBLE_DEVICES", cs.env, 1);
-    EXPECT_EQ(c.snapshot().visibleDevices, cs.want) << "ASCEND_RT_VISIBLE_DEVICES='" << cs.env << "'";
-  }
-  unsetenv("ASCEND_RT_VISIBLE_DEVICES");
-  EXPECT_TRUE(c.snapshot().visibleDevices.empty());
-}
-
-TEST_F(ConfigTest, SettingsDescribeRanges) {
-  bool sawBuffer = false;
-  for (const auto& s : Config::instance().settings()) {
+TEST_F(ConfigTest, DefaultsComeFromTheTable) {
+  const ConfigSnapshot d = Config::defaults();
+  EXPECT_EQ(d.bufferSizeBytes, 8 << 20);
+  EXPECT_EQ(d.bufferPoolCap, 64);
+  EXPECT_EQ(d.drainPollIntervalMs, 5);
+  EXPECT_EQ(d.drainQuietFlushes, 3);
+  EXPECT_EQ(d.drainTimeoutMs, 1000);
+  EXPECT_EQ(d.drainOrder, DrainOrder::kAuto);
+  EXPECT_EQ(d.profiler, ProfilerMode::kAuto);
+  EXPECT_EQ(d.libraryPath, "");
+  EXPECT_FALSE(d.allowMissingProfapi);
+  EXPECT_TRUE(d.synchronizeDevices && d.enableKernels && d.enableExternalCorrelation && d.enableApiRecords &&
+              d.enableCommunication && d.enableMemcpyMemset);
+  EXPECT_TRUE(d.flag("enable_kernels"));
+  EXPECT_FALSE(d.flag("allow_missing_profapi"));
+  EXPECT_FALSE(d.flag("buffer_size"));  // not a bool
+  EXPECT_FALSE(d.flag("no_such_setting"));
+  // Each setting is described, and the environment variable follows its name.
+  for (const SettingInfo& s : Config::settings()) {
     EXPECT_FALSE(s.description.empty()) << s.name;
-    EXPECT_TRUE(Config::instance().get(s.name).has_value()) << s.name;
-    if (s.name == "buffer_size") {
-      sawBuffer = true;
-      EXPECT_EQ(s.range, "65536..268435456, multiple of 8");
-      EXPECT_EQ(s.unit, "bytes");
+    EXPECT_FALSE(s.range.empty()) << s.name;
+    if (s.name != "library_path") {
+      std::string upper;
+      for (char c : s.name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      EXPECT_EQ(s.env, "TORCH_MSPTI_" + upper);
     }
   }
-  EXPECT_TRUE(sawBuffer);
+}
+
+TEST_F(ConfigTest, EnvironmentIsParsed) {
+  env("TORCH_MSPTI_BUFFER_SIZE", "4M");
+  env("TORCH_MSPTI_BUFFER_POOL_CAP", "7");
+  env("TORCH_MSPTI_DRAIN_ORDER", " Poll_First ");
+  env("TORCH_MSPTI_ENABLE_KERNELS", "off");
+  env("TORCH_MSPTI_LIBRARY", "/opt/cann/libmspti.so");
+  env("ASCEND_RT_VISIBLE_DEVICES", "4, 6,x,7");
+  env("LD_PRELOAD", "/a/libfoo.so:/cann/lib64/libmspti.so");
+  const Config c;
+  EXPECT_TRUE(c.environmentErrors().empty()) << c.environmentErrors().front();
+  const ConfigSnapshot s = c.snapshot();
+  EXPECT_EQ(s.bufferSizeBytes, 4 << 20);
+  EXPECT_EQ(s.bufferPoolCap, 7);
+  EXPECT_EQ(s.drainOrder, DrainOrder::kPollFirst);
+  EXPECT_FALSE(s.enableKernels);
+  EXPECT_EQ(s.libraryPath, "/opt/cann/libmspti.so");
+  EXPECT_EQ(s.visibleDevices, (std::vector<uint32_t>{4, 6}));  // stops at the first invalid entry
+  EXPECT_TRUE(s.libmsptiPreloaded);
+  EXPECT_EQ(c.get("buffer_size"), "4194304");
+  EXPECT_EQ(c.get("drain_order"), "poll_first");
+  EXPECT_EQ(c.get("enable_kernels"), "false");
+  EXPECT_FALSE(c.get("nope").has_value());
+}
+
+TEST_F(ConfigTest, BadEnvironmentValuesNameVariableValueRangeAndDefault) {
+  env("TORCH_MSPTI_BUFFER_SIZE", "abc");
+  env("TORCH_MSPTI_BUFFER_POOL_CAP", "0");
+  env("TORCH_MSPTI_DRAIN_TIMEOUT_MS", "64M");
+  env("TORCH_MSPTI_ENABLE_API_RECORDS", "maybe");
+  env("TORCH_MSPTI_PROFILER", "bogus");
+  const Config c;
+  const auto errors = c.environmentErrors();
+  ASSERT_EQ(errors.size(), 5u);
+  auto find = [&](const std::string& var) -> std::string {
+    for (const auto& e : errors)
+      if (e.rfind(var + "=", 0) == 0) return e;
+    return "";
+  };
+  const std::string size = find("TORCH_MSPTI_BUFFER_SIZE");
+  EXPECT_TRUE(contains(size, "'abc'")) << size;
+  EXPECT_TRUE(contains(size, "65536..268435456 bytes, a multiple of 8")) << size;
+  EXPECT_TRUE(contains(size, "the default 8388608 is kept")) << size;
+  const std::string cap = find("TORCH_MSPTI_BUFFER_POOL_CAP");
+  EXPECT_TRUE(contains(cap, "0 is out of range")) << cap;
+  EXPECT_TRUE(contains(cap, "1..4096 buffers")) << cap;
+  EXPECT_TRUE(contains(cap, "the default 64 is kept")) << cap;
+  const std::string timeout = find("TORCH_MSPTI_DRAIN_TIMEOUT_MS");
+  EXPECT_TRUE(contains(timeout, "67108864 is out of range")) << timeout;
+  EXPECT_TRUE(contains(timeout, "0..600000 ms")) << timeout;
+  EXPECT_TRUE(contains(find("TORCH_MSPTI_ENABLE_API_RECORDS"), "'maybe' is not a boolean"));
+  const std::string profiler = find("TORCH_MSPTI_PROFILER");
+  EXPECT_TRUE(contains(profiler, "auto, mspti, off")) << profiler;
+  EXPECT_TRUE(contains(profiler, "the default auto is kept")) << profiler;
+  // The defaults are what the session gets.
+  const ConfigSnapshot s = c.snapshot();
+  EXPECT_EQ(s.bufferSizeBytes, 8 << 20);
+  EXPECT_EQ(s.bufferPoolCap, 64);
+  EXPECT_EQ(s.drainTimeoutMs, 1000);
+  EXPECT_TRUE(s.enableApiRecords);
+}
+
+TEST_F(ConfigTest, EmptyVariablesAreUnset) {
+  env("TORCH_MSPTI_BUFFER_SIZE", "");
+  const Config c;
+  EXPECT_TRUE(c.environmentErrors().empty());
+  EXPECT_EQ(c.snapshot().bufferSizeBytes, 8 << 20);
+}
+
+TEST_F(ConfigTest, SettersCheckTypeAndRange) {
+  Config c;
+  EXPECT_EQ(c.setInt("buffer_size", 1 << 20), "");
+  EXPECT_EQ(c.snapshot().bufferSizeBytes, 1 << 20);
+  const std::string odd = c.setInt("buffer_size", (1 << 20) + 4);
+  EXPECT_TRUE(contains(odd, "buffer_size: 1048580 is out of range; allowed 65536..268435456 bytes, a multiple of 8"))
+      << odd;
+  EXPECT_EQ(c.snapshot().bufferSizeBytes, 1 << 20);  // unchanged
+  EXPECT_TRUE(contains(c.setInt("enable_kernels", 1), "not an integer setting"));
+  EXPECT_TRUE(contains(c.setBool("buffer_size", true), "not a boolean setting"));
+  EXPECT_TRUE(contains(c.setText("buffer_size", "1"), "not a text setting"));
+  EXPECT_EQ(c.setBool("enable_kernels", false), "");
+  EXPECT_FALSE(c.snapshot().enableKernels);
+  EXPECT_EQ(c.setText("drain_order", "DISABLE_FIRST"), "");
+  EXPECT_EQ(c.snapshot().drainOrder, DrainOrder::kDisableFirst);
+  const std::string choice = c.setText("drain_order", "sometimes");
+  EXPECT_TRUE(contains(choice, "'sometimes' is not allowed; use auto, disable_first, poll_first")) << choice;
+  const std::string importOnly = c.setText("profiler", "off");
+  EXPECT_TRUE(contains(importOnly, "TORCH_MSPTI_PROFILER")) << importOnly;
+  EXPECT_EQ(c.snapshot().profiler, ProfilerMode::kAuto);
+  c.reset();
+  EXPECT_TRUE(c.snapshot().enableKernels);
+}
+
+TEST_F(ConfigTest, LibraryPathIsFixedOnceALibraryIsLoaded) {
+  Config c;
+  EXPECT_EQ(c.setText("library_path", "/first/libmspti.so"), "");
+  c.lockLibraryPath("/loaded/libmspti.so");
+  EXPECT_EQ(c.snapshot().libraryPath, "/loaded/libmspti.so");
+  const std::string refused = c.setText("library_path", "/other/libmspti.so");
+  EXPECT_TRUE(contains(refused, "already loaded")) << refused;
+  EXPECT_TRUE(contains(refused, "/loaded/libmspti.so")) << refused;
+  EXPECT_EQ(c.setText("library_path", "/loaded/libmspti.so"), "");
+  env("TORCH_MSPTI_LIBRARY", "/env/libmspti.so");
+  c.reset();
+  EXPECT_EQ(c.snapshot().libraryPath, "/loaded/libmspti.so");  // survives reset
 }
 
 }  // namespace

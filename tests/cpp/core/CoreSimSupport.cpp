@@ -2,10 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <mutex>
 #include <stdexcept>
 #include <string>
-
-#include "Config.h"
 
 namespace torch_mspti::test {
 namespace {
@@ -16,20 +15,30 @@ void resolve(void* handle, const char* name, Fn& out) {
   if (!out) throw std::runtime_error(std::string("simulator does not export ") + name);
 }
 
+std::mutex gWarningsMutex;
+std::vector<std::string> gWarnings;
+
 }  // namespace
 
+PluginContext& simContext() { return PluginContext::process(); }
+
 const MsptiFunctions* loadSimulator() {
-  MsptiLibrary& lib = MsptiLibrary::instance();
-  if (!lib.loaded()) {
-    const std::string err = Config::instance().setString("library_path", MSPTI_SIM_PATH);
-    EXPECT_EQ(err, "");
-    if (!lib.ensureLoaded()) {
-      ADD_FAILURE() << "cannot load the simulator: " << lib.report().reason;
+  PluginContext& ctx = simContext();
+  if (!ctx.library.loaded()) {
+    EXPECT_EQ(ctx.config.setText("library_path", MSPTI_SIM_PATH), "");
+    if (!ctx.loadLibrary(ctx.config.snapshot())) {
+      ADD_FAILURE() << "cannot load the simulator: " << ctx.library.report().reason;
       return nullptr;
     }
+    sessionTable() = ctx.library.functions();
   }
-  EXPECT_EQ(lib.loadedPath(), MSPTI_SIM_PATH);
-  return &lib.functions();
+  EXPECT_EQ(ctx.library.loadedPath(), MSPTI_SIM_PATH);
+  return &ctx.library.functions();
+}
+
+MsptiFunctions& sessionTable() {
+  static MsptiFunctions table;
+  return table;
 }
 
 const SimControl& simControl() {
@@ -48,6 +57,25 @@ const SimControl& simControl() {
     return c;
   }();
   return control;
+}
+
+SessionDeps simSessionDeps(const ConfigSnapshot& config) {
+  PluginContext& ctx = simContext();
+  SessionDeps d = ctx.sessionDeps();
+  d.config = config;
+  d.loadLibrary = [&ctx](const ConfigSnapshot& c) -> const MsptiFunctions* {
+    return ctx.loadLibrary(c) ? &sessionTable() : nullptr;
+  };
+  d.warn = [](const std::string& message) {
+    std::lock_guard<std::mutex> lock(gWarningsMutex);
+    gWarnings.push_back(message);
+  };
+  return d;
+}
+
+std::vector<std::string> simWarnings() {
+  std::lock_guard<std::mutex> lock(gWarningsMutex);
+  return gWarnings;
 }
 
 void drainExternalStacks() {

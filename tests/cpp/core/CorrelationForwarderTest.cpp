@@ -1,337 +1,296 @@
-// CorrelationForwarder against the simulator's process-global external-correlation stack
-// (mspti.md 5.4): the plugin pops exactly what it pushed, and nothing else.
+// CorrelationForwarder: each thread's op log, the forwarding to MSPTI's process-global
+// external-correlation stack (a FakeMspti table), and what happens to unbalanced use: pops on
+// another thread, nesting beyond the per-thread stack, ids still pushed at disarm, failing calls.
+// The forwarder is the process's one (its thread state is thread_local), so counters are read
+// as differences and each scenario runs on fresh threads where it matters.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <condition_variable>
-#include <cstdio>
-#include <functional>
-#include <map>
 #include <mutex>
-#include <queue>
 #include <thread>
+#include <vector>
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include "CoreSimSupport.h"
 #include "CorrelationForwarder.h"
+#include "FakeMspti.h"
+#include "FakeOps.h"
+#include "SessionHarness.h"
 
 namespace torch_mspti::test {
 namespace {
 
-using Stack = CorrelationForwarder::Stack;
-constexpr auto kCustom0 = MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-constexpr auto kCustom1 = MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
-
-// A thread that runs posted steps in order and keeps its thread_local state between them.
-class Worker {
- public:
-  Worker() : thread_([this] { loop(); }) {}
-  ~Worker() {
-    run([this] { done_ = true; });
-    thread_.join();
-  }
-  // Runs `fn` on the worker and waits for it.
-  void run(std::function<void()> fn) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    tasks_.push(std::move(fn));
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return tasks_.empty() && !busy_; });
-  }
-
- private:
-  void loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!done_) {
-      cv_.wait(lock, [this] { return !tasks_.empty(); });
-      auto fn = std::move(tasks_.front());
-      tasks_.pop();
-      busy_ = true;
-      lock.unlock();
-      fn();
-      lock.lock();
-      busy_ = false;
-      cv_.notify_all();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::queue<std::function<void()>> tasks_;
-  bool busy_ = false;
-  bool done_ = false;
-  std::thread thread_;
-};
+using Fwd = CorrelationForwarder;
+constexpr uint32_t kOpsStack = MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+constexpr uint32_t kUserStack = MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
 
 class CorrelationForwarderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    fns_ = loadSimulator();
-    ASSERT_NE(fns_, nullptr);
-    ASSERT_NE(fns_->pushExternalCorrelationId, nullptr);
-    drainExternalStacks();
-    ASSERT_FALSE(fwd_.armed());
-    errors0_ = fwd_.errors();
-    overflows0_ = fwd_.overflows();
-    interleaved0_ = fwd_.interleaved();
+    ASSERT_FALSE(fwd.armed());
+    table = fake.functions();
+    before = fwd.counters();
   }
   void TearDown() override {
-    fwd_.disarm();
-    drainExternalStacks();
+    if (fwd.armed()) fwd.disarm();
   }
-  uint64_t depth() const { return simControl().stats().external_stack_depth; }
-  uint64_t popDirect(msptiExternalCorrelationKind kind = kCustom0) const {
-    uint64_t id = 0;
-    EXPECT_EQ(fns_->popExternalCorrelationId(kind, &id), MSPTI_SUCCESS);
-    return id;
+  SessionCounters delta() const { return fwd.counters().since(before); }
+  // Runs `fn` on a new thread and returns that thread's tid.
+  template <typename Fn>
+  static uint32_t onThread(Fn fn) {
+    uint32_t tid = 0;
+    std::thread([&] {
+      tid = currentTid();
+      fn();
+    }).join();
+    return tid;
+  }
+  static const ThreadOps* logOf(const std::vector<ThreadOps>& log, uint32_t tid) {
+    for (const auto& t : log)
+      if (t.threadId == tid) return &t;
+    return nullptr;
   }
 
-  CorrelationForwarder& fwd_ = CorrelationForwarder::instance();
-  const MsptiFunctions* fns_ = nullptr;
-  uint64_t errors0_ = 0, overflows0_ = 0, interleaved0_ = 0;
+  FakeMspti fake;
+  MsptiFunctions table;
+  CorrelationForwarder& fwd = sharedForwarder();
+  SessionCounters before;
 };
 
-TEST_F(CorrelationForwarderTest, PushesBeforeArmAreNeverPoppedFromMspti) {
-  fwd_.push(Stack::kOps, 1);  // a range opened before configure()
-  EXPECT_EQ(depth(), 0u);
-  fwd_.arm(fns_);
-  ASSERT_TRUE(fwd_.armed());
-  ASSERT_EQ(fns_->pushExternalCorrelationId(kCustom0, 4242), MSPTI_SUCCESS);  // someone else's entry
-  fwd_.pop(Stack::kOps);  // closes the pre-arm range: must not touch MSPTI
-  EXPECT_EQ(depth(), 1u);
-  EXPECT_EQ(popDirect(), 4242u);
-  EXPECT_EQ(fwd_.errors(), errors0_);
-}
-
-TEST_F(CorrelationForwarderTest, ArmedPushPopIsBalanced) {
-  fwd_.arm(fns_);
-  fwd_.push(Stack::kOps, 10);
-  fwd_.push(Stack::kOps, 11);
-  fwd_.push(Stack::kOps, 12);
-  EXPECT_EQ(depth(), 3u);
-  fwd_.pop(Stack::kOps);
-  EXPECT_EQ(depth(), 2u);
-  fwd_.pop(Stack::kOps);
-  fwd_.pop(Stack::kOps);
-  EXPECT_EQ(depth(), 0u);
-  EXPECT_EQ(fwd_.errors(), errors0_);
-  EXPECT_EQ(fwd_.interleaved(), interleaved0_);
-  EXPECT_EQ(fwd_.disarm(), 0u);
-}
-
-TEST_F(CorrelationForwarderTest, ArmedPushForwardsTheIdAndUserRangesGoToCustom1) {
-  fwd_.arm(fns_);
-  fwd_.push(Stack::kOps, 77);
-  fwd_.push(Stack::kUser, 88);
-  EXPECT_EQ(depth(), 1u);  // CUSTOM0 only
-  EXPECT_EQ(fwd_.disarm(), 2u);
-  EXPECT_EQ(depth(), 0u);
-  uint64_t id = 0;
-  EXPECT_EQ(fns_->popExternalCorrelationId(kCustom1, &id), MSPTI_ERROR_QUEUE_EMPTY);
-  fwd_.pop(Stack::kUser);
-  fwd_.pop(Stack::kOps);
-
-  fwd_.arm(fns_);
-  fwd_.push(Stack::kUser, 99);
-  EXPECT_EQ(popDirect(kCustom1), 99u);
-  ASSERT_EQ(fns_->pushExternalCorrelationId(kCustom1, 99), MSPTI_SUCCESS);  // put it back
-  fwd_.pop(Stack::kUser);
-  EXPECT_EQ(fns_->popExternalCorrelationId(kCustom1, &id), MSPTI_ERROR_QUEUE_EMPTY);
-}
-
-TEST_F(CorrelationForwarderTest, DisarmPopsOutstandingAndLaterPopsAreIgnored) {
-  fwd_.arm(fns_);
-  fwd_.push(Stack::kOps, 1);
-  fwd_.push(Stack::kOps, 2);
-  Worker other;
-  other.run([&] { fwd_.push(Stack::kOps, 3); });  // a range still open on another thread
-  EXPECT_EQ(depth(), 3u);
-  EXPECT_EQ(fwd_.disarm(), 3u);
-  EXPECT_FALSE(fwd_.armed());
-  EXPECT_EQ(depth(), 0u);
-  // The ranges close after stop(): nothing may be popped, not even another tool's entry.
-  ASSERT_EQ(fns_->pushExternalCorrelationId(kCustom0, 555), MSPTI_SUCCESS);
-  fwd_.pop(Stack::kOps);
-  fwd_.pop(Stack::kOps);
-  other.run([&] { fwd_.pop(Stack::kOps); });
-  EXPECT_EQ(depth(), 1u);
-  // ... also when the next session has armed in between.
-  fwd_.arm(fns_);
-  fwd_.pop(Stack::kOps);  // an extra pop with nothing tracked on this thread
-  EXPECT_EQ(depth(), 1u);
-  EXPECT_EQ(popDirect(), 555u);
-  EXPECT_EQ(fwd_.errors(), errors0_);
-}
-
-TEST_F(CorrelationForwarderTest, RangeOpenedInAnEarlierSessionIsNotPoppedInTheNext) {
-  fwd_.arm(fns_);
-  fwd_.push(Stack::kOps, 1);
-  EXPECT_EQ(fwd_.disarm(), 1u);
-  fwd_.arm(fns_);
-  ASSERT_EQ(fns_->pushExternalCorrelationId(kCustom0, 600), MSPTI_SUCCESS);
-  fwd_.pop(Stack::kOps);  // belongs to the first session
-  EXPECT_EQ(depth(), 1u);
-  EXPECT_EQ(popDirect(), 600u);
-}
-
-TEST_F(CorrelationForwarderTest, DepthOverflowIsCountedAndBalanced) {
-  constexpr int kExtra = 5;
-  fwd_.arm(fns_);
-  for (int i = 0; i < CorrelationForwarder::kMaxDepth + kExtra; ++i) fwd_.push(Stack::kOps, 1000 + i);
-  EXPECT_EQ(depth(), static_cast<uint64_t>(CorrelationForwarder::kMaxDepth));
-  EXPECT_EQ(fwd_.overflows(), overflows0_ + kExtra);
-  for (int i = 0; i < CorrelationForwarder::kMaxDepth + kExtra; ++i) fwd_.pop(Stack::kOps);
-  EXPECT_EQ(depth(), 0u);
-  EXPECT_EQ(fwd_.errors(), errors0_);
-  EXPECT_EQ(fwd_.interleaved(), interleaved0_);  // the innermost pushes were the ones dropped
-  EXPECT_EQ(fwd_.disarm(), 0u);
-}
-
-TEST_F(CorrelationForwarderTest, InterleavedThreadsAreCounted) {
-  fwd_.arm(fns_);
-  Worker a, b;
-  a.run([&] { fwd_.push(Stack::kOps, 1); });
-  b.run([&] { fwd_.push(Stack::kOps, 2); });
-  a.run([&] { fwd_.pop(Stack::kOps); });  // pops B's 2 off the global stack
-  EXPECT_EQ(fwd_.interleaved(), interleaved0_ + 1);
-  b.run([&] { fwd_.pop(Stack::kOps); });  // pops A's 1
-  EXPECT_EQ(fwd_.interleaved(), interleaved0_ + 2);
-  EXPECT_EQ(depth(), 0u);
-  EXPECT_EQ(fwd_.disarm(), 0u);
-}
-
-TEST_F(CorrelationForwarderTest, NestedRangesOnSeparateThreadsDoNotInterleave) {
-  fwd_.arm(fns_);
-  Worker a, b;
-  a.run([&] {
-    fwd_.push(Stack::kOps, 1);
-    fwd_.pop(Stack::kOps);
+TEST_F(CorrelationForwarderTest, EachThreadLogsItsOwnIdsInPushOrder) {
+  const uint32_t gen = fwd.arm(&table);
+  const uint32_t a = onThread([&] {
+    fwd.push(Fwd::kOps, 1);
+    fwd.push(Fwd::kUser, 2);
+    fwd.pop(Fwd::kUser);
+    fwd.push(Fwd::kOps, 3);
+    fwd.pop(Fwd::kOps);
+    fwd.pop(Fwd::kOps);
   });
-  b.run([&] {
-    fwd_.push(Stack::kOps, 2);
-    fwd_.push(Stack::kOps, 3);
-    fwd_.pop(Stack::kOps);
-    fwd_.pop(Stack::kOps);
+  const uint32_t b = onThread([&] {
+    fwd.push(Fwd::kOps, 10);
+    fwd.pop(Fwd::kOps);
   });
-  EXPECT_EQ(fwd_.interleaved(), interleaved0_);
-  EXPECT_EQ(depth(), 0u);
+  EXPECT_EQ(fwd.disarm(), 0u);
+  const auto log = fwd.takeLog(gen);
+  const ThreadOps* la = logOf(log, a);
+  const ThreadOps* lb = logOf(log, b);
+  ASSERT_TRUE(la && lb);
+  EXPECT_EQ(la->ids, (std::vector<uint64_t>{1, 2 | Fwd::kUserRangeBit, 3}));
+  EXPECT_EQ(lb->ids, (std::vector<uint64_t>{10}));
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);
+  EXPECT_EQ(fake.stackDepth(kUserStack), 0u);
+  // A later session does not see this one's log.
+  const uint32_t next = fwd.arm(&table);
+  EXPECT_NE(next, gen);
+  fwd.disarm();
+  const auto later = fwd.takeLog(next);
+  EXPECT_EQ(logOf(later, a), nullptr);
 }
 
-TEST_F(CorrelationForwarderTest, ArmWithoutPushPopFunctionsStaysDisarmed) {
-  MsptiFunctions none;
-  fwd_.arm(&none);
-  EXPECT_FALSE(fwd_.armed());
-  fwd_.arm(nullptr);
-  EXPECT_FALSE(fwd_.armed());
-  fwd_.push(Stack::kOps, 1);
-  fwd_.pop(Stack::kOps);
-  EXPECT_EQ(depth(), 0u);
+TEST_F(CorrelationForwarderTest, ForwardsToTheStackOfItsKindWhileArmed) {
+  fwd.arm(&table);
+  fwd.push(Fwd::kOps, 7);
+  fwd.push(Fwd::kUser, 8);
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 1u);
+  EXPECT_EQ(fake.stackDepth(kUserStack), 1u);
+  fwd.pop(Fwd::kUser);
+  fwd.pop(Fwd::kOps);
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);
+  EXPECT_EQ(fake.stackDepth(kUserStack), 0u);
+  fwd.disarm();
+  fwd.push(Fwd::kOps, 9);  // not armed: neither forwarded nor logged
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);
+  fwd.pop(Fwd::kOps);
+  EXPECT_EQ(delta().correlationErrors, 0u);
 }
 
-TEST_F(CorrelationForwarderTest, ConcurrentBalancedRangesLeaveTheStackEmpty) {
-  fwd_.arm(fns_);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 500; ++i) {
-        fwd_.push(Stack::kOps, t * 1000 + i);
-        fwd_.push(Stack::kOps, t * 1000 + i + 1);
-        fwd_.pop(Stack::kOps);
-        fwd_.pop(Stack::kOps);
-      }
-    });
+TEST_F(CorrelationForwarderTest, LogsWithoutForwardingWhenNoTableIsGiven) {
+  const uint32_t gen = fwd.arm(nullptr);
+  const uint32_t t = onThread([&] {
+    fwd.push(Fwd::kOps, 5);
+    fwd.pop(Fwd::kOps);
+  });
+  fwd.disarm();
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);
+  const auto log = fwd.takeLog(gen);
+  const ThreadOps* l = logOf(log, t);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->ids, std::vector<uint64_t>{5});
+}
+
+TEST_F(CorrelationForwarderTest, DisarmPopsWhatIsStillPushedAndLaterPopsAreIgnored) {
+  fwd.arm(&table);
+  std::thread t([&] {
+    fwd.push(Fwd::kOps, 1);
+    fwd.push(Fwd::kOps, 2);
+    fwd.push(Fwd::kUser, 3);
+  });
+  t.join();
+  fwd.push(Fwd::kOps, 4);
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 3u);
+  EXPECT_EQ(fwd.disarm(), 4u);
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);
+  EXPECT_EQ(fake.stackDepth(kUserStack), 0u);
+  // Another tool pushes meanwhile; our late pop must not take its id.
+  uint64_t theirs = 0;
+  ASSERT_EQ(FakeMspti::push(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 999), MSPTI_SUCCESS);
+  fwd.pop(Fwd::kOps);
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 1u);
+  ASSERT_EQ(FakeMspti::pop(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &theirs), MSPTI_SUCCESS);
+  EXPECT_EQ(theirs, 999u);
+}
+
+TEST_F(CorrelationForwarderTest, StacksAreClearedAtTheFirstPushOfANewSession) {
+  std::thread worker;
+  std::mutex m;
+  std::condition_variable cv;
+  int step = 0;  // 1: push in session 1; 2: push in session 2
+  auto waitFor = [&](int s) {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return step >= s; });
+  };
+  auto advance = [&](int s) {
+    std::lock_guard<std::mutex> lock(m);
+    step = s;
+    cv.notify_all();
+  };
+  int done = 0;
+  worker = std::thread([&] {
+    waitFor(1);
+    fwd.push(Fwd::kOps, 1);  // an op left open across sessions
+    fwd.push(Fwd::kOps, 2);
+    {
+      std::lock_guard<std::mutex> lock(m);
+      done = 1;
+      cv.notify_all();
+    }
+    waitFor(2);
+    fwd.push(Fwd::kOps, 3);
+    fwd.pop(Fwd::kOps);
+    fwd.pop(Fwd::kOps);  // the stale entries are gone: nothing left to pop
+    {
+      std::lock_guard<std::mutex> lock(m);
+      done = 2;
+      cv.notify_all();
+    }
+  });
+  fwd.arm(&table);
+  advance(1);
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return done >= 1; });
   }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(depth(), 0u);
-  EXPECT_EQ(fwd_.errors(), errors0_);
-  EXPECT_EQ(fwd_.disarm(), 0u);
+  fwd.disarm();
+  const uint32_t gen2 = fwd.arm(&table);
+  advance(2);
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return done >= 2; });
+  }
+  fwd.disarm();
+  worker.join();
+  EXPECT_EQ(delta().staleStackEntries, 2u);
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);
+  const auto log = fwd.takeLog(gen2);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].ids, std::vector<uint64_t>{3});
+}
+
+TEST_F(CorrelationForwarderTest, CrossThreadPopsDoNotLeakIntoLaterSessions) {
+  // Thread P pushes, thread Q pops (an op whose end runs elsewhere), more often per session than
+  // P's stack holds in all: each new session starts P with an empty stack, so P never overflows
+  // and every push of every session is forwarded and logged.
+  const int perSession = Fwd::kMaxDepth;
+  std::mutex m;
+  std::condition_variable cv;
+  int session = 0, pushed = 0;
+  std::thread p([&] {
+    for (int s = 1; s <= 3; ++s) {
+      {
+        std::unique_lock<std::mutex> lock(m);
+        cv.wait(lock, [&] { return session == s; });
+      }
+      for (int i = 0; i < perSession; ++i) fwd.push(Fwd::kOps, static_cast<uint64_t>(s * 1000 + i));
+      std::lock_guard<std::mutex> lock(m);
+      pushed = s;
+      cv.notify_all();
+    }
+  });
+  uint64_t logged = 0;
+  for (int s = 1; s <= 3; ++s) {
+    const uint32_t gen = fwd.arm(&table);
+    {
+      std::lock_guard<std::mutex> lock(m);
+      session = s;
+      cv.notify_all();
+    }
+    {
+      std::unique_lock<std::mutex> lock(m);
+      cv.wait(lock, [&] { return pushed == s; });
+    }
+    onThread([&] {
+      for (int i = 0; i < perSession; ++i) fwd.pop(Fwd::kOps);  // Q has no entries: ignored
+    });
+    EXPECT_EQ(fwd.disarm(), static_cast<uint64_t>(perSession)) << "session " << s;  // P's pushes popped here
+    for (const auto& t : fwd.takeLog(gen)) logged += t.ids.size();
+    EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);
+  }
+  p.join();
+  EXPECT_EQ(delta().correlationOverflow, 0u);
+  EXPECT_EQ(logged, 3u * perSession);
+  EXPECT_EQ(delta().staleStackEntries, 2u * perSession);  // cleared at sessions 2 and 3
+}
+
+TEST_F(CorrelationForwarderTest, NestingBeyondTheStackIsCountedAndStaysBalanced) {
+  const uint32_t gen = fwd.arm(&table);
+  const int extra = 3;
+  const uint32_t tid = onThread([&] {
+    for (int i = 0; i < Fwd::kMaxDepth + extra; ++i) fwd.push(Fwd::kOps, static_cast<uint64_t>(i + 1));
+    EXPECT_EQ(fake.stackDepth(kOpsStack), static_cast<size_t>(Fwd::kMaxDepth));
+    for (int i = 0; i < Fwd::kMaxDepth + extra; ++i) fwd.pop(Fwd::kOps);
+  });
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);
+  EXPECT_EQ(fwd.disarm(), 0u);
+  EXPECT_EQ(delta().correlationOverflow, static_cast<uint64_t>(extra));
+  const auto log = fwd.takeLog(gen);
+  const ThreadOps* l = logOf(log, tid);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->ids.size(), static_cast<size_t>(Fwd::kMaxDepth));  // the deeper ones are not logged
+  EXPECT_EQ(delta().correlationInterleaved, 0u);
+}
+
+TEST_F(CorrelationForwarderTest, InterleavedPopsAndFailingCallsAreCounted) {
+  fwd.arm(&table);
+  fwd.push(Fwd::kOps, 1);
+  ASSERT_EQ(FakeMspti::push(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 2), MSPTI_SUCCESS);  // another thread's
+  fwd.pop(Fwd::kOps);                                                                     // pops 2: interleaved
+  EXPECT_EQ(delta().correlationInterleaved, 1u);
+  fake.throwIn = FakeMspti::kPush;
+  fwd.push(Fwd::kOps, 3);  // throws inside: counted, nothing escapes, not forwarded
+  fake.throwIn = FakeMspti::kPop;
+  fwd.push(Fwd::kOps, 4);
+  fwd.pop(Fwd::kOps);
+  fake.throwIn = 0;
+  fwd.pop(Fwd::kOps);
+  EXPECT_EQ(delta().correlationErrors, 2u);
+  fwd.disarm();
+  uint64_t left = 0;
+  while (FakeMspti::pop(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &left) == MSPTI_SUCCESS) {}
+}
+
+TEST_F(CorrelationForwarderTest, AbandonForgetsWithoutCallingMspti) {
+  fwd.arm(&table);
+  fwd.push(Fwd::kOps, 1);
+  fake.throwIn = FakeMspti::kPop;  // any pop now would be counted as an error
+  fwd.abandon();
+  EXPECT_FALSE(fwd.armed());
+  EXPECT_EQ(fwd.disarm(), 0u);
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 1u);  // left as it was: the process is ending
+  EXPECT_EQ(delta().correlationErrors, 0u);
+  fake.throwIn = 0;
+  uint64_t left = 0;
+  FakeMspti::pop(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &left);
+  fwd.pop(Fwd::kOps);
 }
 
 }  // namespace
-// Interval mode (libraries without push/pop): nothing reaches MSPTI; every kOps pop records
-// (op id, start, end) on its thread, lock-free, and stop() takes the arming's intervals.
-TEST_F(CorrelationForwarderTest, IntervalModeRecordsNestedOpsPerThreadAndCallsNoMsptiFunction) {
-  const uint32_t gen = fwd_.armIntervals();
-  ASSERT_NE(gen, 0u);
-  EXPECT_TRUE(fwd_.armed());
-  fwd_.push(Stack::kOps, 1);
-  fwd_.push(Stack::kOps, 2);
-  fwd_.push(Stack::kUser, 99);  // user ranges are not linked: not recorded
-  fwd_.pop(Stack::kUser);
-  fwd_.pop(Stack::kOps);
-  fwd_.pop(Stack::kOps);
-  uint32_t otherTid = 0;
-  {
-    Worker other;
-    other.run([&] {
-      otherTid = static_cast<uint32_t>(::syscall(SYS_gettid));
-      fwd_.push(Stack::kOps, 3);
-      fwd_.pop(Stack::kOps);
-    });
-  }
-  EXPECT_EQ(depth(), 0u);  // nothing was pushed to MSPTI
-  fwd_.disarm();
-  fwd_.push(Stack::kOps, 4);  // after disarm: not recorded
-  fwd_.pop(Stack::kOps);
-  auto intervals = fwd_.takeIntervals(gen);
-  ASSERT_EQ(intervals.size(), 3u);
-  std::map<uint64_t, OpInterval> byId;
-  for (const auto& iv : intervals) byId[iv.opId] = iv;
-  const auto me = static_cast<uint32_t>(::syscall(SYS_gettid));
-  EXPECT_EQ(byId[1].threadId, me);
-  EXPECT_EQ(byId[2].threadId, me);
-  EXPECT_EQ(byId[3].threadId, otherTid);
-  EXPECT_LE(byId[1].start, byId[2].start);
-  EXPECT_LE(byId[2].end, byId[1].end);
-  EXPECT_LE(byId[2].start, byId[2].end);
-  EXPECT_EQ(fwd_.errors(), errors0_);
-
-  // The next arming starts empty and reuses the thread's chunks.
-  const uint64_t chunks = fwd_.intervalChunks();
-  const uint32_t gen2 = fwd_.armIntervals();
-  EXPECT_NE(gen2, gen);
-  fwd_.push(Stack::kOps, 5);
-  fwd_.pop(Stack::kOps);
-  fwd_.disarm();
-  auto second = fwd_.takeIntervals(gen2);
-  ASSERT_EQ(second.size(), 1u);
-  EXPECT_EQ(second[0].opId, 5u);
-  EXPECT_EQ(fwd_.intervalChunks(), chunks);
-  for (const auto& iv : fwd_.takeIntervals(gen)) EXPECT_NE(iv.threadId, me);  // this thread's log was reused
-}
-
-// Chunks: one allocation per kIntervalChunkSize ops on a thread, reused by later sessions.
-// Also prints the cost per op of interval mode and of disarmed push/pop (measurement for README).
-TEST_F(CorrelationForwarderTest, IntervalModeAllocatesOneChunkPerChunkSizeOpsAndReusesThem) {
-  constexpr int kOps = 100000;
-  auto timeOps = [&](int n) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) {
-      fwd_.push(Stack::kOps, static_cast<uint64_t>(i) + 1);
-      fwd_.pop(Stack::kOps);
-    }
-    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / n;
-  };
-  const double disarmedNs = timeOps(kOps);
-  const uint64_t chunks0 = fwd_.intervalChunks();
-  uint32_t gen = fwd_.armIntervals();
-  const double firstNs = timeOps(kOps);
-  fwd_.disarm();
-  EXPECT_EQ(fwd_.takeIntervals(gen).size(), static_cast<size_t>(kOps));
-  const uint64_t allocated = fwd_.intervalChunks() - chunks0;
-  const uint64_t needed =
-      (kOps + CorrelationForwarder::kIntervalChunkSize - 1) / CorrelationForwarder::kIntervalChunkSize;
-  EXPECT_LE(allocated, needed);  // <= : this thread's log may already exist from another test
-  gen = fwd_.armIntervals();
-  const double reusedNs = timeOps(kOps);
-  fwd_.disarm();
-  EXPECT_EQ(fwd_.takeIntervals(gen).size(), static_cast<size_t>(kOps));
-  EXPECT_EQ(fwd_.intervalChunks() - chunks0, allocated);  // the second session allocated nothing
-  std::printf(
-      "[ interval ] disarmed push+pop %.1f ns; interval mode %.1f ns (first session, %llu chunk "
-      "allocations of %u intervals), %.1f ns (chunks reused)\n",
-      disarmedNs, firstNs, static_cast<unsigned long long>(allocated), CorrelationForwarder::kIntervalChunkSize,
-      reusedNs);
-}
-
 }  // namespace torch_mspti::test

@@ -1,6 +1,7 @@
 // MsptiLibrary: why a candidate is refused, and where the search looks.
-// MsptiLibrary is a process singleton that keeps the first library it loads, so every scenario
-// runs in a forked child (runInChild) and hands its report back through a pipe.
+// A loaded library stays in the process for good (RTLD_NODELETE; a later search finds it as
+// "already loaded"), so every scenario runs in a forked child (runInChild) with its own
+// MsptiLibrary and hands that library's report back through a pipe.
 #include <gtest/gtest.h>
 
 #include <elf.h>
@@ -15,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "Config.h"
 #include "MsptiLibrary.h"
 
 namespace torch_mspti::test {
@@ -83,9 +83,9 @@ Outcome parse(const std::string& text) {
   return out;
 }
 
-// Runs `scenario` in a forked child (fresh MsptiLibrary, fresh Config state) and returns the
-// child's library report. `scenario` returns free text reported as Outcome::extra.
-Outcome runInChild(const std::function<std::string()>& scenario) {
+// Runs `scenario` in a forked child with a fresh MsptiLibrary and returns that library's report.
+// `scenario` returns free text reported as Outcome::extra.
+Outcome runInChild(const std::function<std::string(MsptiLibrary&)>& scenario) {
   int fds[2];
   if (pipe(fds) != 0) {
     ADD_FAILURE() << "pipe failed";
@@ -97,8 +97,9 @@ Outcome runInChild(const std::function<std::string()>& scenario) {
     close(fds[0]);
     std::string text;
     try {
-      const std::string extra = scenario();
-      text = serialize(MsptiLibrary::instance(), extra);
+      MsptiLibrary lib;
+      const std::string extra = scenario(lib);
+      text = serialize(lib, extra);
     } catch (const std::exception& e) {
       text = std::string("extra\tthrew: ") + e.what() + "\n";
     }
@@ -147,7 +148,6 @@ class MsptiLibraryTest : public ::testing::Test {
     savedLd_ = ld ? ld : "";
     hadLd_ = ld != nullptr;
     setenv("LD_LIBRARY_PATH", "", 1);
-    Config::instance().reset();
   }
   void TearDown() override {
     std::error_code ec;
@@ -155,7 +155,6 @@ class MsptiLibraryTest : public ::testing::Test {
     for (const char* v : {"TORCH_MSPTI_LIBRARY", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"}) unsetenv(v);
     if (hadLd_) setenv("LD_LIBRARY_PATH", savedLd_.c_str(), 1);
     else unsetenv("LD_LIBRARY_PATH");
-    Config::instance().reset();
   }
 
   std::string file(const std::string& rel) {
@@ -182,11 +181,9 @@ class MsptiLibraryTest : public ::testing::Test {
     return p;
   }
   // Loads with library_path = `path` in a child.
-  Outcome explicitPath(const std::string& path) {
-    return runInChild([path] {
-      const std::string err = Config::instance().setString("library_path", path);
-      if (!err.empty()) return "setString failed: " + err;
-      MsptiLibrary::instance().ensureLoaded();
+  Outcome explicitPath(const std::string& path, bool allowMissingProfapi = false) {
+    return runInChild([path, allowMissingProfapi](MsptiLibrary& lib) {
+      lib.ensureLoaded({path, allowMissingProfapi});
       return std::string();
     });
   }
@@ -197,21 +194,17 @@ class MsptiLibraryTest : public ::testing::Test {
 };
 
 TEST_F(MsptiLibraryTest, ExplicitSimulatorLoadsWithEveryRequiredSymbol) {
-  const Outcome o = runInChild([] {
-    Config::instance().setString("library_path", MSPTI_SIM_PATH);
-    MsptiLibrary& lib = MsptiLibrary::instance();
-    lib.ensureLoaded();
+  const Outcome o = runInChild([](MsptiLibrary& lib) {
+    lib.ensureLoaded({MSPTI_SIM_PATH, false});  // the simulator needs no libprofapi
     const MsptiFunctions& f = lib.functions();
     std::string extra;
     if (!f.subscribe || !f.unsubscribe || !f.registerCallbacks || !f.enable || !f.disable || !f.flushAll)
       extra += "required function missing;";
     if (!f.pushExternalCorrelationId || !f.popExternalCorrelationId || !f.isEnabled) extra += "optional missing;";
-    if (lib.report().version.empty()) extra += "no version;";
-    // Once loaded, the library stays: another path is refused with a reason, the same is fine.
-    const std::string other = Config::instance().setString("library_path", "/somewhere/else/libmspti.so");
-    if (!contains(other, "library_path") || !contains(other, "already loaded")) extra += "refusal: " + other + ";";
-    if (!Config::instance().setString("library_path", MSPTI_SIM_PATH).empty()) extra += "same path refused;";
-    if (!lib.ensureLoaded() || lib.loadedPath() != MSPTI_SIM_PATH) extra += "not cached;";
+    if (lib.report().version.find(">=26.1") == std::string::npos) extra += "version: " + lib.report().version + ";";
+    // Loaded once: a later request (another path) gets the same library.
+    if (!lib.ensureLoaded({"/somewhere/else/libmspti.so", false}) || lib.loadedPath() != MSPTI_SIM_PATH)
+      extra += "not cached;";
     return extra;
   });
   EXPECT_TRUE(o.loaded) << o.reason;
@@ -219,6 +212,19 @@ TEST_F(MsptiLibraryTest, ExplicitSimulatorLoadsWithEveryRequiredSymbol) {
   EXPECT_EQ(o.foundBy, "explicit");
   EXPECT_EQ(o.reason, "");
   EXPECT_EQ(o.extra, "");
+}
+
+TEST_F(MsptiLibraryTest, ExplicitLibraryWithoutProfapiIsRefusedUnlessAllowed) {
+  // Not the simulator: a real libmspti's initialiser would terminate the process without
+  // libprofapi.so, so an explicit path is checked like a searched one.
+  const std::string lib = copy(FAKE_LIBRARY_PATH, "sdk/libmspti.so");
+  const Outcome refused = explicitPath(lib);
+  EXPECT_FALSE(refused.loaded);
+  EXPECT_TRUE(contains(refused.reason, "libprofapi.so cannot be found")) << refused.reason;
+  EXPECT_TRUE(contains(refused.reason, "TORCH_MSPTI_ALLOW_MISSING_PROFAPI")) << refused.reason;
+  const Outcome allowed = explicitPath(lib, /*allowMissingProfapi=*/true);
+  EXPECT_FALSE(allowed.loaded);  // loaded, but it is not an MSPTI
+  EXPECT_TRUE(contains(allowed.reason, "lacks required MSPTI symbols")) << allowed.reason;
 }
 
 TEST_F(MsptiLibraryTest, ExplicitPathThatDoesNotExist) {
@@ -274,7 +280,7 @@ TEST_F(MsptiLibraryTest, ExplicitPath32BitOrNotSharedElf) {
 }
 
 TEST_F(MsptiLibraryTest, ExplicitLibraryMissingRequiredSymbols) {
-  const Outcome o = explicitPath(FAKE_LIBRARY_PATH);
+  const Outcome o = explicitPath(FAKE_LIBRARY_PATH, /*allowMissingProfapi=*/true);
   EXPECT_FALSE(o.loaded);
   EXPECT_TRUE(contains(o.reason, "lacks required MSPTI symbols")) << o.reason;
   for (const char* sym : {"msptiSubscribe", "msptiUnsubscribe", "msptiActivityRegisterCallbacks", "msptiActivityEnable",
@@ -287,22 +293,26 @@ TEST_F(MsptiLibraryTest, ExplicitLibraryMissingRequiredSymbols) {
 TEST_F(MsptiLibraryTest, RelativeExplicitPathIsMadeAbsolute) {
   const std::string lib = copy(MSPTI_SIM_PATH, "rel/libmspti.so");
   const fs::path dir = dir_;
-  const Outcome o = runInChild([dir] {
+  const Outcome o = runInChild([dir](MsptiLibrary& l) {
     fs::current_path(dir);
-    Config::instance().setString("library_path", "rel/../rel/libmspti.so");
-    MsptiLibrary::instance().ensureLoaded();
+    l.ensureLoaded({"rel/../rel/libmspti.so", false});
     return std::string();
   });
   EXPECT_TRUE(o.loaded) << o.reason;
   EXPECT_EQ(o.path, lib);
+  const LibraryCandidate* c = o.candidate(lib);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(contains(c->reason, "relative path 'rel/../rel/libmspti.so' resolved against the current directory"))
+      << c->reason;
 }
 
 TEST_F(MsptiLibraryTest, SearchRejectsAscendHomeWithoutProfapiAndNeverOpensIt) {
-  const std::string lib = copy(MSPTI_SIM_PATH, "cann/lib64/libmspti.so");
+  // Not the simulator (which needs no CANN and is recognised by its msptiSimGeneration export).
+  const std::string lib = copy(FAKE_LIBRARY_PATH, "cann/lib64/libmspti.so");
   setenv("ASCEND_HOME_PATH", (dir_ / "cann").c_str(), 1);
   const std::string dirText = dir_.string();
-  const Outcome o = runInChild([dirText] {
-    MsptiLibrary::instance().ensureLoaded();
+  const Outcome o = runInChild([dirText](MsptiLibrary& lib) {
+    lib.ensureLoaded({});
     return mapped(dirText) ? std::string("candidate was mapped into the process") : std::string();
   });
   EXPECT_FALSE(o.loaded);
@@ -319,8 +329,8 @@ TEST_F(MsptiLibraryTest, SearchLoadsFromAscendHomeWhenProfapiIsPresent) {
   const std::string lib = copy(MSPTI_SIM_PATH, "cann/lib64/libmspti.so");
   copy(FAKE_LIBRARY_PATH, "cann/lib64/libprofapi.so");
   setenv("ASCEND_HOME_PATH", (dir_ / "cann").c_str(), 1);
-  const Outcome o = runInChild([] {
-    MsptiLibrary::instance().ensureLoaded();
+  const Outcome o = runInChild([](MsptiLibrary& lib) {
+    lib.ensureLoaded({});
     return std::string();
   });
   EXPECT_TRUE(o.loaded) << o.reason;
@@ -332,8 +342,8 @@ TEST_F(MsptiLibraryTest, SearchFindsToolsMsptiLib64UnderAscendHome) {
   const std::string lib = copy(MSPTI_SIM_PATH, "cann/tools/mspti/lib64/libmspti.so");
   copy(FAKE_LIBRARY_PATH, "cann/lib64/libprofapi.so");
   setenv("ASCEND_HOME_PATH", (dir_ / "cann").c_str(), 1);
-  const Outcome o = runInChild([] {
-    MsptiLibrary::instance().ensureLoaded();
+  const Outcome o = runInChild([](MsptiLibrary& lib) {
+    lib.ensureLoaded({});
     return std::string();
   });
   EXPECT_TRUE(o.loaded) << o.reason;
@@ -351,10 +361,10 @@ TEST_F(MsptiLibraryTest, RelativeAndEmptyLdLibraryPathEntriesAreNeverSearched) {
   copy(FAKE_LIBRARY_PATH, "abs/libprofapi.so");
   const fs::path cwd = dir_ / "cwd";
   const std::string ld = "::rel:.:" + (dir_ / "abs").string() + ":";
-  const Outcome o = runInChild([cwd, ld] {
+  const Outcome o = runInChild([cwd, ld](MsptiLibrary& lib) {
     fs::current_path(cwd);
     setenv("LD_LIBRARY_PATH", ld.c_str(), 1);
-    MsptiLibrary::instance().ensureLoaded();
+    lib.ensureLoaded({});
     return std::string();
   });
   EXPECT_TRUE(o.loaded) << o.reason;
@@ -379,10 +389,10 @@ TEST_F(MsptiLibraryTest, OnlyRelativeLdLibraryPathEntriesFindNothing) {
   copy(FAKE_LIBRARY_PATH, "cwd/libprofapi.so");
   const fs::path cwd = dir_ / "cwd";
   const std::string dirText = dir_.string();
-  const Outcome o = runInChild([cwd, dirText] {
+  const Outcome o = runInChild([cwd, dirText](MsptiLibrary& lib) {
     fs::current_path(cwd);
     setenv("LD_LIBRARY_PATH", ":.::", 1);
-    MsptiLibrary::instance().ensureLoaded();
+    lib.ensureLoaded({});
     return mapped(dirText) ? std::string("a relative candidate was mapped") : std::string();
   });
   EXPECT_FALSE(o.loaded);
@@ -394,10 +404,10 @@ TEST_F(MsptiLibraryTest, RelativeAscendHomeIsSkipped) {
   copy(MSPTI_SIM_PATH, "cwd/cann/lib64/libmspti.so");
   copy(FAKE_LIBRARY_PATH, "cwd/cann/lib64/libprofapi.so");
   const fs::path cwd = dir_ / "cwd";
-  const Outcome o = runInChild([cwd] {
+  const Outcome o = runInChild([cwd](MsptiLibrary& lib) {
     fs::current_path(cwd);
     setenv("ASCEND_HOME_PATH", "cann", 1);
-    MsptiLibrary::instance().ensureLoaded();
+    lib.ensureLoaded({});
     return std::string();
   });
   EXPECT_FALSE(o.loaded);
@@ -415,13 +425,12 @@ TEST_F(MsptiLibraryTest, FailedSearchIsRetriedWhenTheEnvironmentChanges) {
   const std::string lib = copy(MSPTI_SIM_PATH, "cann/lib64/libmspti.so");
   copy(FAKE_LIBRARY_PATH, "cann/lib64/libprofapi.so");
   const std::string home = (dir_ / "cann").string();
-  const Outcome o = runInChild([home] {
-    MsptiLibrary& lib = MsptiLibrary::instance();
+  const Outcome o = runInChild([home](MsptiLibrary& lib) {
     std::string extra;
-    if (lib.ensureLoaded()) extra += "loaded without a CANN environment;";
-    if (lib.ensureLoaded()) extra += "second attempt loaded;";
+    if (lib.ensureLoaded({})) extra += "loaded without a CANN environment;";
+    if (lib.ensureLoaded({})) extra += "second attempt loaded;";
     setenv("ASCEND_HOME_PATH", home.c_str(), 1);
-    if (!lib.ensureLoaded()) extra += "not retried after ASCEND_HOME_PATH changed;";
+    if (!lib.ensureLoaded({})) extra += "not retried after ASCEND_HOME_PATH changed;";
     return extra;
   });
   EXPECT_EQ(o.extra, "");

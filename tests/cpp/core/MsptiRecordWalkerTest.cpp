@@ -1,269 +1,242 @@
-// MsptiRecordWalker: walks packed records back to back by the documented sizes, copies fields,
-// interns names, and never reads at or past validSize (mspti.md 3, 11).
+// MsptiRecordWalker: every activity kind MSPTI defines is sized and counted; the four device
+// kinds, the four API kinds and EXTERNAL_CORRELATION are copied out field by field; an unknown
+// kind or a truncated record stops the walk with every byte accounted for. Records are packed by
+// RecordBuilder from the documented offsets (mspti.md 3.4), not from our declarations.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
-#include <vector>
-
-#include <mspti/mspti_activity.h>
 
 #include "MsptiRecordWalker.h"
-#include "NameTable.h"
 #include "RecordBuilder.h"
 
 namespace torch_mspti::test {
 namespace {
 
-// Our declarations must agree with the documented sizes the builder writes.
-static_assert(sizeof(msptiActivityKernel) == kKernelSize);
-static_assert(sizeof(msptiActivityApi) == kApiSize);
-static_assert(sizeof(msptiActivityExternalCorrelation) == kExternalSize);
-static_assert(sizeof(msptiActivityMarker) == kMarkerSize);
-static_assert(sizeof(msptiActivityHccl) == kHcclSize);
-static_assert(sizeof(msptiActivityMemory) == kMemorySize);
-static_assert(sizeof(msptiActivityMemset) == kMemsetSize);
-static_assert(sizeof(msptiActivityMemcpy) == kMemcpySize);
-static_assert(sizeof(msptiActivityCommunication) == kCommunicationSize);
+namespace L = layout;
 
-TEST(MsptiRecordWalkerTest, RecordSizesFollowTheAbi) {
-  EXPECT_EQ(recordSize(MSPTI_ACTIVITY_KIND_KERNEL), kKernelSize);
-  for (uint32_t k : {3u, 10u, 11u, 12u}) EXPECT_EQ(recordSize(k), kApiSize) << "kind " << k;
-  EXPECT_EQ(recordSize(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION), kExternalSize);
-  EXPECT_EQ(recordSize(MSPTI_ACTIVITY_KIND_MARKER), kMarkerSize);
-  EXPECT_EQ(recordSize(MSPTI_ACTIVITY_KIND_HCCL), kHcclSize);
-  EXPECT_EQ(recordSize(MSPTI_ACTIVITY_KIND_MEMORY), kMemorySize);
-  EXPECT_EQ(recordSize(MSPTI_ACTIVITY_KIND_MEMSET), kMemsetSize);
-  EXPECT_EQ(recordSize(MSPTI_ACTIVITY_KIND_MEMCPY), kMemcpySize);
-  EXPECT_EQ(recordSize(MSPTI_ACTIVITY_KIND_COMMUNICATION), kCommunicationSize);
-  EXPECT_EQ(recordSize(0), 0u);
-  EXPECT_EQ(recordSize(13), 0u);
-  EXPECT_EQ(recordSize(0x7fffffff), 0u);
-}
-
-TEST(MsptiRecordWalkerTest, CopiesEveryFieldOfBackToBackRecords) {
-  // Values that use all 8 bytes, so a read at the wrong (aligned) offset shows.
-  const uint64_t kStart = 0x1122334455667788ull, kEnd = 0x1122334455667799ull;
-  RecordBuilder b;
-  b.external(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 0x0A0B0C0D0E0F1011ull, 0x0102030405060708ull)
-      .api(kStart - 10, kStart - 5, 4242, 777, 0x0102030405060708ull, "LaunchKernelV2")
-      .kernel(kStart, kEnd, 3, 0xFFFE, 0x0102030405060708ull, "MatMul_123", "KERNEL_AIVEC")
-      .api(5, 6, 1, 2, 9, "aclnnAdd", MSPTI_ACTIVITY_KIND_ACL_API)
-      .external(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1, 55, 9);
+WalkResult walk(const RecordBuilder& b, size_t valid, NameTable* names) {
   MsptiRecordWalker walker;
-  WalkResult r;
-  walker.walk(b.data(), b.size(), r);
-
-  EXPECT_FALSE(r.abandoned);
-  EXPECT_EQ(r.abandonedBytes, 0u);
-  EXPECT_EQ(r.records, 5u);
-  EXPECT_EQ(r.recordsByKind[MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION], 2u);
-  EXPECT_EQ(r.recordsByKind[MSPTI_ACTIVITY_KIND_RUNTIME_API], 1u);
-  EXPECT_EQ(r.recordsByKind[MSPTI_ACTIVITY_KIND_ACL_API], 1u);
-  EXPECT_EQ(r.recordsByKind[MSPTI_ACTIVITY_KIND_KERNEL], 1u);
-
-  ASSERT_EQ(r.kernels.size(), 1u);
-  const KernelRecord& k = r.kernels[0];
-  EXPECT_EQ(static_cast<uint64_t>(k.start), kStart);
-  EXPECT_EQ(static_cast<uint64_t>(k.end), kEnd);
-  EXPECT_EQ(k.deviceId, 3u);
-  EXPECT_EQ(k.streamId, 0xFFFEu);
-  EXPECT_EQ(k.correlationId, 0x0102030405060708ull);
-  ASSERT_NE(k.name, nullptr);
-  ASSERT_NE(k.type, nullptr);
-  EXPECT_EQ(*k.name, "MatMul_123");
-  EXPECT_EQ(*k.type, "KERNEL_AIVEC");
-
-  ASSERT_EQ(r.apis.size(), 2u);
-  EXPECT_EQ(static_cast<uint64_t>(r.apis[0].start), kStart - 10);
-  EXPECT_EQ(static_cast<uint64_t>(r.apis[0].end), kStart - 5);
-  EXPECT_EQ(r.apis[0].processId, 4242u);
-  EXPECT_EQ(r.apis[0].threadId, 777u);
-  EXPECT_EQ(r.apis[0].correlationId, 0x0102030405060708ull);
-  EXPECT_EQ(*r.apis[0].name, "LaunchKernelV2");
-  EXPECT_EQ(r.apis[1].correlationId, 9u);
-  EXPECT_EQ(*r.apis[1].name, "aclnnAdd");
-
-  ASSERT_EQ(r.externals.size(), 2u);
-  EXPECT_EQ(r.externals[0].externalKind, static_cast<uint32_t>(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0));
-  EXPECT_EQ(r.externals[0].externalId, 0x0A0B0C0D0E0F1011ull);
-  EXPECT_EQ(r.externals[0].correlationId, 0x0102030405060708ull);
-  EXPECT_EQ(r.externals[1].externalKind, static_cast<uint32_t>(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1));
-  EXPECT_EQ(r.externals[1].externalId, 55u);
+  WalkResult out;
+  auto copy = b.exactCopy(valid);  // nothing readable past validSize
+  walker.walk(copy.get(), valid, names, out);
+  return out;
 }
 
-TEST(MsptiRecordWalkerTest, OtherKindsAreSizedCountedAndSkipped) {
+TEST(MsptiRecordWalker, EveryKindIsSizedAndCounted) {
   RecordBuilder b;
-  b.raw(MSPTI_ACTIVITY_KIND_MARKER, kMarkerSize)
-      .raw(MSPTI_ACTIVITY_KIND_MEMCPY, kMemcpySize)
-      .raw(MSPTI_ACTIVITY_KIND_COMMUNICATION, kCommunicationSize)
-      .raw(MSPTI_ACTIVITY_KIND_MEMORY, kMemorySize)
-      .raw(MSPTI_ACTIVITY_KIND_HCCL, kHcclSize)
-      .raw(MSPTI_ACTIVITY_KIND_MEMSET, kMemsetSize)
-      .kernel(100, 200, 0, 1, 7, "after_others");
-  MsptiRecordWalker walker;
-  WalkResult r;
-  walker.walk(b.data(), b.size(), r);
-  EXPECT_FALSE(r.abandoned);
-  EXPECT_EQ(r.records, 7u);
-  for (uint32_t k : {1u, 4u, 5u, 6u, 7u, 9u}) EXPECT_EQ(r.recordsByKind[k], 1u) << "kind " << k;
-  ASSERT_EQ(r.kernels.size(), 1u);
-  EXPECT_EQ(*r.kernels[0].name, "after_others");
-  EXPECT_EQ(r.kernels[0].correlationId, 7u);
-  EXPECT_TRUE(r.apis.empty());
-  EXPECT_TRUE(r.externals.empty());
+  b.marker(100, 7, "m", nullptr)
+      .kernel(10, 20, 0, 1, 5, "k")
+      .api(1, 2, 3, 4, 5, "a", L::kApi)
+      .raw(L::kHccl, L::hccl::kSize)
+      .raw(L::kMemory, L::memory::kSize)
+      .copy(L::kMemset, {.start = 30, .end = 40, .correlationId = 6})
+      .copy(L::kMemcpy, {.start = 50, .end = 60, .correlationId = 7})
+      .external(L::kCustom0, 11, 5)
+      .communication({.start = 70, .end = 80, .correlationId = 8})
+      .api(1, 2, 3, 4, 9, "acl", L::kAclApi)
+      .api(1, 2, 3, 4, 9, "node", L::kNodeApi)
+      .api(1, 2, 3, 4, 9, "rt", L::kRuntimeApi);
+  size_t expectedBytes = 0;
+  for (uint32_t k = 1; k < L::kKindCount; ++k) expectedBytes += L::recordSize(k);
+  ASSERT_EQ(b.size(), expectedBytes);
+  NameTable names;
+  const WalkResult out = walk(b, b.size(), &names);
+  EXPECT_FALSE(out.abandoned);
+  EXPECT_EQ(out.abandonedBytes, 0u);
+  EXPECT_EQ(out.records, 12u);
+  EXPECT_EQ(out.recordsByKind[0], 0u);
+  for (uint32_t k = 1; k < L::kKindCount; ++k) EXPECT_EQ(out.recordsByKind[k], 1u) << "kind " << k;
+  EXPECT_EQ(out.devices.size(), 4u);  // kernel, memset, memcpy, communication
+  EXPECT_EQ(out.apis.size(), 4u);
+  EXPECT_EQ(out.externals.size(), 1u);
 }
 
-TEST(MsptiRecordWalkerTest, NamesAreCopiedAndInterned) {
-  char name[] = "Softmax_7";
-  char sameText[] = "Softmax_7";
+TEST(MsptiRecordWalker, KernelFields) {
   RecordBuilder b;
-  b.kernel(1, 2, 0, 0, 1, name).kernel(3, 4, 0, 0, 2, name).kernel(5, 6, 0, 0, 3, sameText);
-  b.kernel(7, 8, 0, 0, 4, nullptr, nullptr);
-  MsptiRecordWalker walker;
-  WalkResult r;
-  walker.walk(b.data(), b.size(), r);
-  ASSERT_EQ(r.kernels.size(), 4u);
-  // Same MSPTI pointer twice: one copy. Equal text from another pointer: the same interned copy.
-  EXPECT_EQ(r.kernels[0].name, r.kernels[1].name);
-  EXPECT_EQ(r.kernels[0].name, r.kernels[2].name);
-  EXPECT_EQ(r.kernels[0].type, r.kernels[1].type);
-  // NULL name and type read as "unknown".
-  ASSERT_NE(r.kernels[3].name, nullptr);
-  ASSERT_NE(r.kernels[3].type, nullptr);
-  EXPECT_EQ(*r.kernels[3].name, "unknown");
-  EXPECT_EQ(*r.kernels[3].type, "unknown");
-  // The walker kept copies: MSPTI's memory may change once the buffer is handed back.
-  std::memset(name, 'X', sizeof(name) - 1);
-  EXPECT_EQ(*r.kernels[0].name, "Softmax_7");
-
-  // A second buffer reusing the (now different) pointer gets the new text, not a stale cache hit.
-  RecordBuilder b2;
-  b2.kernel(1, 2, 0, 0, 5, name);
-  WalkResult r2;
-  walker.walk(b2.data(), b2.size(), r2);
-  ASSERT_EQ(r2.kernels.size(), 1u);
-  EXPECT_EQ(*r2.kernels[0].name, std::string(sizeof(name) - 1, 'X'));
+  b.kernel(1'780'000'000'000'000'000, 1'780'000'000'000'001'000, 3, 17, 4242, "MatMul", "KERNEL_AIVEC");
+  NameTable names;
+  const WalkResult out = walk(b, b.size(), &names);
+  ASSERT_EQ(out.devices.size(), 1u);
+  const DeviceRecord& r = out.devices[0];
+  EXPECT_EQ(r.kind, L::kKernel);
+  EXPECT_EQ(r.start, 1'780'000'000'000'000'000);
+  EXPECT_EQ(r.end, 1'780'000'000'000'001'000);
+  EXPECT_EQ(r.deviceId, 3u);
+  EXPECT_EQ(r.streamId, 17u);
+  EXPECT_EQ(r.correlationId, 4242u);
+  ASSERT_TRUE(r.name && r.detail);
+  EXPECT_EQ(*r.name, "MatMul");
+  EXPECT_EQ(*r.detail, "KERNEL_AIVEC");
 }
 
-TEST(MsptiRecordWalkerTest, ApiRecordWithNullNameIsUnknown) {
+TEST(MsptiRecordWalker, CommunicationFields) {
   RecordBuilder b;
-  b.api(1, 2, 3, 4, 5, nullptr);
-  MsptiRecordWalker walker;
-  WalkResult r;
-  walker.walk(b.data(), b.size(), r);
-  ASSERT_EQ(r.apis.size(), 1u);
-  EXPECT_EQ(*r.apis[0].name, "unknown");
+  b.communication({.start = 1000,
+                   .end = 3000,
+                   .deviceId = 2,
+                   .streamId = 9,
+                   .correlationId = 77,
+                   .name = "hcom_allReduce__1_0_1",
+                   .detail = "RING",
+                   .group = "world",
+                   .subkind = 4,
+                   .count = 1 << 20});
+  NameTable names;
+  const WalkResult out = walk(b, b.size(), &names);
+  ASSERT_EQ(out.devices.size(), 1u);
+  const DeviceRecord& r = out.devices[0];
+  EXPECT_EQ(r.kind, L::kCommunication);
+  EXPECT_EQ(r.start, 1000);
+  EXPECT_EQ(r.end, 3000);
+  EXPECT_EQ(r.deviceId, 2u);
+  EXPECT_EQ(r.streamId, 9u);
+  EXPECT_EQ(r.correlationId, 77u);
+  EXPECT_EQ(r.subkind, 4u);
+  EXPECT_EQ(r.count, uint64_t{1} << 20);
+  EXPECT_EQ(*r.name, "hcom_allReduce__1_0_1");
+  EXPECT_EQ(*r.detail, "RING");
+  EXPECT_EQ(*r.group, "world");
 }
 
-TEST(MsptiRecordWalkerTest, UnknownKindMidBufferAbandonsTheRest) {
-  for (uint32_t bad : {0u, 13u, 99u, 0xFFFFFFFFu}) {
+TEST(MsptiRecordWalker, MemcpyAndMemsetFields) {
+  RecordBuilder b;
+  b.copy(L::kMemcpy, {.start = 10,
+                      .end = 20,
+                      .deviceId = 1,
+                      .streamId = 5,
+                      .correlationId = 31,
+                      .subkind = 2,
+                      .count = 4096,
+                      .isAsync = 1})
+      .copy(L::kMemset, {.start = 30,
+                         .end = 45,
+                         .deviceId = 1,
+                         .streamId = 6,
+                         .correlationId = 32,
+                         .subkind = 0xAB,
+                         .count = 512,
+                         .isAsync = 0});
+  NameTable names;
+  const WalkResult out = walk(b, b.size(), &names);
+  ASSERT_EQ(out.devices.size(), 2u);
+  const DeviceRecord& c = out.devices[0];
+  EXPECT_EQ(c.kind, L::kMemcpy);
+  EXPECT_EQ(c.subkind, 2u);  // HTOD
+  EXPECT_EQ(c.count, 4096u);
+  EXPECT_EQ(c.start, 10);
+  EXPECT_EQ(c.end, 20);
+  EXPECT_EQ(c.deviceId, 1u);
+  EXPECT_EQ(c.streamId, 5u);
+  EXPECT_EQ(c.correlationId, 31u);
+  EXPECT_TRUE(c.isAsync);
+  const DeviceRecord& s = out.devices[1];
+  EXPECT_EQ(s.kind, L::kMemset);
+  EXPECT_EQ(s.subkind, 0xABu);  // the value written
+  EXPECT_EQ(s.count, 512u);
+  EXPECT_EQ(s.start, 30);
+  EXPECT_EQ(s.end, 45);
+  EXPECT_EQ(s.streamId, 6u);
+  EXPECT_EQ(s.correlationId, 32u);
+  EXPECT_FALSE(s.isAsync);
+}
+
+TEST(MsptiRecordWalker, ApiKindsAndExternalCorrelationFields) {
+  RecordBuilder b;
+  const uint32_t kinds[] = {L::kApi, L::kAclApi, L::kNodeApi, L::kRuntimeApi};
+  for (uint32_t i = 0; i < 4; ++i) b.api(100 + i, 200 + i, 4000 + i, 5000 + i, 60 + i, "LaunchKernelV2", kinds[i]);
+  b.external(L::kCustom0, 123456789012ull, 61).external(L::kCustom1, 42, 62).external(0x7777, 1, 63);
+  NameTable names;
+  const WalkResult out = walk(b, b.size(), &names);
+  ASSERT_EQ(out.apis.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    const ApiRecord& a = out.apis[i];
+    EXPECT_EQ(a.kind, kinds[i]);
+    EXPECT_EQ(a.start, static_cast<int64_t>(100 + i));
+    EXPECT_EQ(a.end, static_cast<int64_t>(200 + i));
+    EXPECT_EQ(a.processId, 4000 + i);
+    EXPECT_EQ(a.threadId, 5000 + i);
+    EXPECT_EQ(a.correlationId, 60 + i);
+    EXPECT_EQ(*a.name, "LaunchKernelV2");
+  }
+  ASSERT_EQ(out.externals.size(), 3u);
+  EXPECT_EQ(out.externals[0].externalKind, L::kCustom0);
+  EXPECT_EQ(out.externals[0].externalId, 123456789012ull);
+  EXPECT_EQ(out.externals[0].correlationId, 61u);
+  EXPECT_EQ(out.externals[1].externalKind, L::kCustom1);
+  EXPECT_EQ(out.externals[2].externalKind, 0x7777u);  // any value survives (read as an integer)
+}
+
+TEST(MsptiRecordWalker, UnknownKindStopsTheWalkAndIsCounted) {
+  RecordBuilder b;
+  b.kernel(1, 2, 0, 1, 1, "before").raw(99, 56).kernel(3, 4, 0, 1, 2, "after");
+  NameTable names;
+  const WalkResult out = walk(b, b.size(), &names);
+  EXPECT_TRUE(out.abandoned);
+  EXPECT_EQ(out.abandonedKind, 99u);
+  EXPECT_EQ(out.abandonedBytes, b.size() - L::kernel::kSize);  // the unknown record and all after it
+  EXPECT_EQ(out.records, 1u);
+  ASSERT_EQ(out.devices.size(), 1u);
+  EXPECT_EQ(*out.devices[0].name, "before");
+}
+
+TEST(MsptiRecordWalker, InvalidAndOutOfRangeKindsStopTheWalk) {
+  for (uint32_t kind : {0u, 13u, 0x7fffffffu, 0xffffffffu}) {
     RecordBuilder b;
-    b.kernel(1, 2, 0, 0, 1, "before").raw(bad, 40).kernel(3, 4, 0, 0, 2, "after").external(2, 3, 4);
-    MsptiRecordWalker walker;
-    WalkResult r;
-    walker.walk(b.data(), b.size(), r);
-    EXPECT_TRUE(r.abandoned) << "kind " << bad;
-    EXPECT_EQ(r.abandonedKind, bad);
-    EXPECT_EQ(r.abandonedBytes, b.size() - kKernelSize);
-    EXPECT_EQ(r.records, 1u);
-    ASSERT_EQ(r.kernels.size(), 1u);
-    EXPECT_EQ(*r.kernels[0].name, "before");
-    EXPECT_TRUE(r.externals.empty());
+    b.api(1, 2, 3, 4, 5, "a").raw(kind, 64);
+    const WalkResult out = walk(b, b.size(), nullptr);
+    EXPECT_TRUE(out.abandoned) << kind;
+    EXPECT_EQ(out.abandonedKind, kind);
+    EXPECT_EQ(out.abandonedBytes, 64u) << kind;
+    EXPECT_EQ(out.records, 1u) << kind;
   }
 }
 
-// The buffers below are exact-size heap copies: under ASan any read at or past validSize fails.
-TEST(MsptiRecordWalkerTest, UnknownKindInAnExactSizeBufferIsNeverReadPast) {
-  // The simulator's unknown_kind_every fault: a 56-byte record of kind 99 mid-buffer, and last.
-  RecordBuilder mid;
-  mid.kernel(1, 2, 0, 0, 1, "before").raw(99, kKernelSize).kernel(3, 4, 0, 0, 2, "after");
-  RecordBuilder last;
-  last.kernel(1, 2, 0, 0, 1, "before").raw(99, 4);  // only the 4-byte kind is inside validSize
-  for (RecordBuilder* b : {&mid, &last}) {
-    auto buf = b->exactCopy(b->size());
-    MsptiRecordWalker walker;
-    WalkResult r;
-    walker.walk(buf.get(), b->size(), r);
-    EXPECT_TRUE(r.abandoned);
-    EXPECT_EQ(r.abandonedKind, 99u);
-    EXPECT_EQ(r.abandonedBytes, b->size() - kKernelSize);
-    ASSERT_EQ(r.kernels.size(), 1u);
-    EXPECT_EQ(*r.kernels[0].name, "before");
-  }
+TEST(MsptiRecordWalker, TruncatedRecordIsNotReadAndIsCounted) {
+  RecordBuilder b;
+  b.external(L::kCustom0, 1, 1).kernel(10, 20, 0, 1, 1, "cut");
+  // validSize ends 13 bytes into the kernel's name pointer: the kernel must not be read (ASan
+  // would flag a read of the missing bytes: the copy holds exactly validSize bytes).
+  const size_t valid = b.size() - 13;
+  NameTable names;
+  const WalkResult out = walk(b, valid, &names);
+  EXPECT_TRUE(out.abandoned);
+  EXPECT_EQ(out.abandonedKind, L::kKernel);
+  EXPECT_EQ(out.abandonedBytes, L::kernel::kSize - 13);
+  EXPECT_EQ(out.externals.size(), 1u);
+  EXPECT_TRUE(out.devices.empty());
+  // A tail too short to hold a kind: counted, kind 0.
+  const WalkResult tail = walk(b, L::external::kSize + 3, &names);
+  EXPECT_TRUE(tail.abandoned);
+  EXPECT_EQ(tail.abandonedKind, 0u);
+  EXPECT_EQ(tail.abandonedBytes, 3u);
 }
 
-TEST(MsptiRecordWalkerTest, TruncatedLastRecordIsAbandonedWithoutReadingPastValidSize) {
-  RecordBuilder b;
-  b.external(2, 11, 1).kernel(10, 20, 0, 0, 1, "cut");
-  for (size_t cut : {size_t{1}, size_t{3}, size_t{4}, size_t{8}, size_t{40}, kKernelSize - 1}) {
-    const size_t valid = kExternalSize + cut;
-    auto buf = b.exactCopy(valid);
-    MsptiRecordWalker walker;
-    WalkResult r;
-    walker.walk(buf.get(), valid, r);
-    EXPECT_TRUE(r.abandoned) << "cut " << cut;
-    EXPECT_EQ(r.abandonedBytes, cut);
-    EXPECT_EQ(r.abandonedKind, cut >= 4 ? static_cast<uint32_t>(MSPTI_ACTIVITY_KIND_KERNEL) : 0u);
-    EXPECT_EQ(r.records, 1u);
-    EXPECT_EQ(r.externals.size(), 1u);
-    EXPECT_TRUE(r.kernels.empty());
-  }
-  // Exactly the full records: nothing abandoned, still nothing read past the end.
-  auto full = b.exactCopy(b.size());
+TEST(MsptiRecordWalker, NullBufferAndCountOnlyWalks) {
   MsptiRecordWalker walker;
-  WalkResult r;
-  walker.walk(full.get(), b.size(), r);
-  EXPECT_FALSE(r.abandoned);
-  EXPECT_EQ(r.kernels.size(), 1u);
+  WalkResult out;
+  walker.walk(nullptr, 4096, nullptr, out);
+  EXPECT_EQ(out.records, 0u);
+  EXPECT_FALSE(out.abandoned);
+  RecordBuilder b;
+  b.kernel(1, 2, 0, 1, 1, "k").api(1, 2, 3, 4, 1, "a");
+  const WalkResult counted = walk(b, b.size(), nullptr);  // no name table: counted, not kept
+  EXPECT_EQ(counted.records, 2u);
+  EXPECT_EQ(counted.recordsByKind[L::kKernel], 1u);
+  EXPECT_TRUE(counted.devices.empty());
+  EXPECT_TRUE(counted.apis.empty());
 }
 
-TEST(MsptiRecordWalkerTest, NullOrEmptyBufferYieldsNothing) {
-  MsptiRecordWalker walker;
-  WalkResult r;
-  walker.walk(nullptr, 4096, r);
-  EXPECT_EQ(r.records, 0u);
-  EXPECT_FALSE(r.abandoned);
+TEST(MsptiRecordWalker, NamesAreInternedSafeAndNullIsUnknown) {
   RecordBuilder b;
-  b.kernel(1, 2, 0, 0, 1, "k");
-  walker.walk(b.data(), 0, r);
-  EXPECT_EQ(r.records, 0u);
-  EXPECT_FALSE(r.abandoned);
-}
-
-TEST(MsptiRecordWalkerTest, ResultsAccumulateUntilCleared) {
-  RecordBuilder b;
-  b.kernel(1, 2, 0, 0, 1, "k").raw(77, 8);
-  MsptiRecordWalker walker;
-  WalkResult r;
-  walker.walk(b.data(), b.size(), r);
-  walker.walk(b.data(), b.size(), r);
-  EXPECT_EQ(r.kernels.size(), 2u);
-  EXPECT_EQ(r.records, 2u);
-  EXPECT_EQ(r.abandonedBytes, 16u);
-  r.clear();
-  EXPECT_EQ(r.records, 0u);
-  EXPECT_TRUE(r.kernels.empty());
-  EXPECT_FALSE(r.abandoned);
-  EXPECT_EQ(r.abandonedBytes, 0u);
-  EXPECT_EQ(r.recordsByKind[MSPTI_ACTIVITY_KIND_KERNEL], 0u);
-}
-
-TEST(MsptiRecordWalkerTest, HundredsOfDistinctNamesInOneBufferAreEachInternedCorrectly) {
-  // More distinct name pointers than the walker's initial name cache holds (it grows).
-  std::vector<std::string> names;
-  for (int i = 0; i < 300; ++i) names.push_back("aclnnKernel_" + std::to_string(i));
-  RecordBuilder b;
-  for (int round = 0; round < 2; ++round)
-    for (int i = 0; i < 300; ++i) b.kernel(1, 2, 0, 0, static_cast<uint64_t>(i + 1), names[i].c_str());
-  MsptiRecordWalker walker;
-  WalkResult r;
-  walker.walk(b.data(), b.size(), r);
-  ASSERT_EQ(r.kernels.size(), 600u);
-  for (int i = 0; i < 600; ++i) {
-    EXPECT_EQ(*r.kernels[i].name, names[i % 300]);
-    EXPECT_EQ(r.kernels[i].name, NameTable::instance().intern(names[i % 300].c_str()));
-  }
+  const std::string bad = "q\"uote\\ctl\x01 \xff";
+  b.kernel(1, 2, 0, 1, 1, bad.c_str(), nullptr).kernel(3, 4, 0, 1, 2, bad.c_str(), nullptr);
+  NameTable names;
+  const WalkResult out = walk(b, b.size(), &names);
+  ASSERT_EQ(out.devices.size(), 2u);
+  EXPECT_EQ(*out.devices[0].name, "q'uote/ctl  ?");
+  EXPECT_EQ(out.devices[0].name, out.devices[1].name);  // one copy per distinct string
+  EXPECT_EQ(*out.devices[0].detail, "unknown");
+  EXPECT_EQ(names.size(), 2u);
 }
 
 }  // namespace

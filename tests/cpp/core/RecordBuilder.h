@@ -1,7 +1,8 @@
-// Packs MSPTI activity records into an 8-aligned buffer, byte for byte as the ABI lays them out
-// (shared/docs/mspti.md 3.1, 3.4): packed members (8-byte fields at offset 4), sizeof rounded up
-// to 8, records back to back. Offsets are written out here from the documentation rather than
-// taken from our own header, so a wrong declaration in third_party/mspti cannot hide itself.
+// Packs MSPTI activity records into an 8-aligned buffer byte for byte as the documented ABI lays
+// them out (DocumentedLayout.h: offsets from mspti.md 3.4, not from our declarations), so tests
+// hand the plugin exactly what MSPTI would. String fields hold the pointers given; they must
+// outlive the walk (string literals, or strings the test keeps).
+// Thread-safety: none (one builder per test or per fake delivery).
 #pragma once
 
 #include <cstddef>
@@ -10,86 +11,141 @@
 #include <memory>
 #include <vector>
 
+#include "DocumentedLayout.h"
+
 namespace torch_mspti::test {
 
-// Documented record sizes (mspti.md 3.4).
-inline constexpr size_t kKernelSize = 56;
-inline constexpr size_t kApiSize = 48;
-inline constexpr size_t kExternalSize = 24;
-inline constexpr size_t kMarkerSize = 56;
-inline constexpr size_t kHcclSize = 56;
-inline constexpr size_t kMemorySize = 64;
-inline constexpr size_t kMemsetSize = 56;
-inline constexpr size_t kMemcpySize = 56;
-inline constexpr size_t kCommunicationSize = 72;
+// One device row of any of the four device kinds (KERNEL, COMMUNICATION, MEMCPY, MEMSET).
+struct DeviceFields {
+  uint64_t start = 0, end = 0;
+  uint32_t deviceId = 0, streamId = 0;
+  uint64_t correlationId = 0;
+  const char* name = nullptr;    // KERNEL, COMMUNICATION
+  const char* detail = nullptr;  // KERNEL: type; COMMUNICATION: algType
+  const char* group = nullptr;   // COMMUNICATION: commName
+  uint32_t subkind = 0;          // COMMUNICATION: dataType; MEMCPY: copyKind; MEMSET: value
+  uint64_t count = 0;            // COMMUNICATION: elements; MEMCPY/MEMSET: bytes
+  uint8_t isAsync = 0;
+};
 
 class RecordBuilder {
  public:
-  // msptiActivityKernel: 0 kind, 4 start, 12 end, 20 deviceId, 24 streamId, 28 correlationId,
-  // 36 type, 44 name; 56 bytes.
   RecordBuilder& kernel(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint64_t corr, const char* name,
                         const char* type = "KERNEL_AICORE") {
-    const size_t at = grow(kKernelSize);
-    put<uint32_t>(at + 0, 2);
-    put<uint64_t>(at + 4, start);
-    put<uint64_t>(at + 12, end);
-    put<uint32_t>(at + 20, device);
-    put<uint32_t>(at + 24, stream);
-    put<uint64_t>(at + 28, corr);
-    put<const char*>(at + 36, type);
-    put<const char*>(at + 44, name);
+    namespace k = layout::kernel;
+    const size_t at = grow(layout::kKernel, k::kSize);
+    put<uint64_t>(at + k::kStart, start);
+    put<uint64_t>(at + k::kEnd, end);
+    put<uint32_t>(at + k::kDeviceId, device);
+    put<uint32_t>(at + k::kStreamId, stream);
+    put<uint64_t>(at + k::kCorrelationId, corr);
+    put<const char*>(at + k::kType, type);
+    put<const char*>(at + k::kName, name);
     return *this;
   }
 
-  // msptiActivityApi (kinds API=3, ACL_API=10, NODE_API=11, RUNTIME_API=12): 0 kind, 4 start,
-  // 12 end, 20 processId, 24 threadId, 28 correlationId, 36 name; 48 bytes.
+  RecordBuilder& communication(const DeviceFields& f) {
+    namespace c = layout::communication;
+    const size_t at = grow(layout::kCommunication, c::kSize);
+    put<uint32_t>(at + c::kDataType, f.subkind);
+    put<uint64_t>(at + c::kCount, f.count);
+    put<uint32_t>(at + c::kDeviceId, f.deviceId);
+    put<uint32_t>(at + c::kStreamId, f.streamId);
+    put<uint64_t>(at + c::kStart, f.start);
+    put<uint64_t>(at + c::kEnd, f.end);
+    put<const char*>(at + c::kAlgType, f.detail);
+    put<const char*>(at + c::kName, f.name);
+    put<const char*>(at + c::kCommName, f.group);
+    put<uint64_t>(at + c::kCorrelationId, f.correlationId);
+    return *this;
+  }
+
+  // MEMCPY (kind 7) or MEMSET (kind 6): the same layout after the 4-byte copyKind / value.
+  RecordBuilder& copy(uint32_t kind, const DeviceFields& f) {
+    namespace m = layout::copy;
+    const size_t at = grow(kind, m::kSize);
+    put<uint32_t>(at + m::kSubkind, f.subkind);
+    put<uint64_t>(at + m::kBytes, f.count);
+    put<uint64_t>(at + m::kStart, f.start);
+    put<uint64_t>(at + m::kEnd, f.end);
+    put<uint32_t>(at + m::kDeviceId, f.deviceId);
+    put<uint32_t>(at + m::kStreamId, f.streamId);
+    put<uint64_t>(at + m::kCorrelationId, f.correlationId);
+    put<uint8_t>(at + m::kIsAsync, f.isAsync);
+    return *this;
+  }
+
+  // API, ACL_API, NODE_API or RUNTIME_API (default).
   RecordBuilder& api(uint64_t start, uint64_t end, uint32_t pid, uint32_t tid, uint64_t corr, const char* name,
-                     uint32_t kind = 12) {
-    const size_t at = grow(kApiSize);
-    put<uint32_t>(at + 0, kind);
-    put<uint64_t>(at + 4, start);
-    put<uint64_t>(at + 12, end);
-    put<uint32_t>(at + 20, pid);
-    put<uint32_t>(at + 24, tid);
-    put<uint64_t>(at + 28, corr);
-    put<const char*>(at + 36, name);
+                     uint32_t kind = layout::kRuntimeApi) {
+    namespace a = layout::api;
+    const size_t at = grow(kind, a::kSize);
+    put<uint64_t>(at + a::kStart, start);
+    put<uint64_t>(at + a::kEnd, end);
+    put<uint32_t>(at + a::kProcessId, pid);
+    put<uint32_t>(at + a::kThreadId, tid);
+    put<uint64_t>(at + a::kCorrelationId, corr);
+    put<const char*>(at + a::kName, name);
     return *this;
   }
 
-  // msptiActivityExternalCorrelation: 0 kind, 4 externalKind, 8 externalId, 16 correlationId; 24.
   RecordBuilder& external(uint32_t externalKind, uint64_t externalId, uint64_t corr) {
-    const size_t at = grow(kExternalSize);
-    put<uint32_t>(at + 0, 8);
-    put<uint32_t>(at + 4, externalKind);
-    put<uint64_t>(at + 8, externalId);
-    put<uint64_t>(at + 16, corr);
+    namespace e = layout::external;
+    const size_t at = grow(layout::kExternalCorrelation, e::kSize);
+    put<uint32_t>(at + e::kExternalKind, externalKind);
+    put<uint64_t>(at + e::kExternalId, externalId);
+    put<uint64_t>(at + e::kCorrelationId, corr);
+    return *this;
+  }
+
+  RecordBuilder& marker(uint64_t timestamp, uint64_t id, const char* name, const char* domain) {
+    namespace m = layout::marker;
+    const size_t at = grow(layout::kMarker, m::kSize);
+    put<uint32_t>(at + m::kFlag, 1);
+    put<uint64_t>(at + m::kTimestamp, timestamp);
+    put<uint64_t>(at + m::kId, id);
+    put<const char*>(at + m::kName, name);
+    put<const char*>(at + m::kDomain, domain);
     return *this;
   }
 
   // Any record: `kind` in the first 4 bytes, `size` bytes in total, the rest filled with `fill`.
   RecordBuilder& raw(uint32_t kind, size_t size, uint8_t fill = 0x5A) {
-    const size_t at = grow(size);
-    std::memset(bytes() + at, fill, size);
-    put<uint32_t>(at, kind);
+    const size_t at = grow(kind, size);
+    std::memset(bytes() + at + 4, fill, size - 4);
+    return *this;
+  }
+
+  // Appends `other`'s records.
+  RecordBuilder& append(const RecordBuilder& other) {
+    const size_t at = grow(0, other.size());
+    std::memcpy(bytes() + at, other.data(), other.size());
     return *this;
   }
 
   uint8_t* bytes() { return reinterpret_cast<uint8_t*>(words_.data()); }
   const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(words_.data()); }
   size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  void clear() {
+    words_.clear();
+    size_ = 0;
+  }
 
   // A heap copy of exactly the first `n` bytes (no slack), so ASan flags any read at or past n.
   std::unique_ptr<uint8_t[]> exactCopy(size_t n) const {
-    std::unique_ptr<uint8_t[]> out(new uint8_t[n]);
+    std::unique_ptr<uint8_t[]> out(new uint8_t[n ? n : 1]);
     std::memcpy(out.get(), data(), n);
     return out;
   }
 
  private:
-  size_t grow(size_t n) {
+  // Room for one record of `size` bytes, zeroed, its kind written (kind 0 with size 0: raw bytes).
+  size_t grow(uint32_t kind, size_t size) {
     const size_t at = size_;
-    size_ += n;
+    size_ += size;
     words_.resize((size_ + 7) / 8, 0);  // uint64_t storage: the buffer start is 8-aligned
+    if (size >= 4 && kind != 0) put<uint32_t>(at, kind);
     return at;
   }
   template <typename T>

@@ -1,161 +1,112 @@
-// RecordStore: appends from completion threads and the launch ledger the drain consults.
+// RecordStore: batches appended from completion threads keep the ledger current; seal() ends
+// collection so that records arriving later are counted, not kept; abandoned buffers and the
+// devices seen are recorded.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
-#include "NameTable.h"
+#include "MsptiRecordWalker.h"
+#include "RecordBuilder.h"
 #include "RecordStore.h"
+#include "StoreFill.h"
 
 namespace torch_mspti::test {
 namespace {
 
-const std::string* kName = NameTable::instance().intern("k");
+constexpr uint32_t kKernelBit = 1u << static_cast<int>(LaunchClass::kKernel);
 
-WalkResult externals(std::initializer_list<uint64_t> corrs, uint64_t opId = 1) {
-  WalkResult w;
-  for (uint64_t c : corrs) {
-    w.externals.push_back({MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, opId, c});
-    ++w.recordsByKind[MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION];
-    ++w.records;
-  }
-  return w;
+TEST(RecordStore, AppendLeavesTheBatchEmpty) {
+  RecordStore store(0);
+  RecordBuilder b;
+  b.kernel(1, 2, 0, 1, 1, "k").api(1, 2, 3, 4, 1, "LaunchKernelV2").external(layout::kCustom0, 1, 1);
+  MsptiRecordWalker walker;
+  WalkResult batch;
+  walker.walk(b.data(), b.size(), &store.names(), batch);
+  store.append(batch);
+  EXPECT_TRUE(batch.devices.empty() && batch.apis.empty() && batch.externals.empty());
+  EXPECT_EQ(batch.records, 0u);
+  EXPECT_EQ(store.records(), 3u);
 }
 
-WalkResult apis(std::initializer_list<uint64_t> corrs) {
-  WalkResult w;
-  for (uint64_t c : corrs) {
-    w.apis.push_back({10, 20, 1, 2, c, kName});
-    ++w.recordsByKind[MSPTI_ACTIVITY_KIND_RUNTIME_API];
-    ++w.records;
-  }
-  return w;
+TEST(RecordStore, AppendedBatchesKeepTheLedgerCurrent) {
+  RecordStore store(0);
+  RecordBuilder launches;
+  launches.external(layout::kCustom0, 7, 1).api(10, 20, 1, 2, 1, "LaunchKernelV2");
+  launches.external(layout::kCustom0, 8, 2).api(30, 40, 1, 2, 2, "LaunchKernelV2");
+  appendRecords(store, launches);
+  EXPECT_TRUE(store.knowsLaunches());
+  EXPECT_EQ(store.pendingLaunches(kKernelBit), 2u);
+  RecordBuilder kernels;
+  kernels.kernel(50, 60, 4, 1, 1, "a").kernel(70, 80, 6, 1, 2, "b");
+  appendRecords(store, kernels);
+  EXPECT_EQ(store.pendingLaunches(kKernelBit), 0u);
+  EXPECT_EQ(store.records(), 6u);
+  EXPECT_EQ(store.maxCorrelationId(), 2u);
+  EXPECT_EQ(store.devicesSeen(), (std::vector<uint32_t>{4, 6}));
+  store.seal();
+  ASSERT_EQ(store.devices().size(), 2u);
+  ASSERT_EQ(store.apis().size(), 2u);
+  EXPECT_EQ(store.externals().size(), 2u);
+  EXPECT_EQ(store.recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL], 2u);
+  EXPECT_EQ(store.recordsByKind()[MSPTI_ACTIVITY_KIND_RUNTIME_API], 2u);
+  // The ledger's API indices point at the store's API records.
+  const LaunchEntry* e = store.ledger().find(2);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(store.apis()[static_cast<size_t>(e->launchApi)].start, 30);
+  EXPECT_EQ(e->opHint, 8u);
 }
 
-WalkResult kernels(std::initializer_list<uint64_t> corrs) {
-  WalkResult w;
-  for (uint64_t c : corrs) {
-    w.kernels.push_back({100, 200, c, 0, 0, kName, kName});
-    ++w.recordsByKind[MSPTI_ACTIVITY_KIND_KERNEL];
-    ++w.records;
-  }
-  return w;
+TEST(RecordStore, RecordsAfterSealAreCountedNotKept) {
+  RecordStore store(0);
+  RecordBuilder b;
+  b.kernel(1, 2, 0, 1, 1, "kept");
+  appendRecords(store, b);
+  store.seal();
+  RecordBuilder late;
+  late.kernel(3, 4, 0, 1, 2, "late").kernel(5, 6, 0, 1, 3, "late").api(1, 2, 3, 4, 2, "LaunchKernelV2");
+  appendRecords(store, late);
+  EXPECT_EQ(store.afterCollection(), 3u);
+  EXPECT_EQ(store.records(), 1u);
+  ASSERT_EQ(store.devices().size(), 1u);
+  EXPECT_EQ(*store.devices()[0].name, "kept");
+  EXPECT_EQ(store.ledger().find(2), nullptr);
 }
 
-void add(RecordStore& s, WalkResult w) { s.append(w); }
-
-TEST(RecordStoreTest, ExternalRecordMakesALaunchPendingUntilItsFirstKernel) {
-  RecordStore s(0);
-  EXPECT_FALSE(s.knowsLaunches());
-  add(s, externals({5}));
-  EXPECT_TRUE(s.knowsLaunches());
-  EXPECT_EQ(s.pendingLaunches(), 1u);
-  add(s, kernels({5}));
-  EXPECT_EQ(s.pendingLaunches(), 0u);
-  add(s, kernels({5}));  // a sibling of the same launch: must not go below zero
-  EXPECT_EQ(s.pendingLaunches(), 0u);
-  add(s, externals({5}));  // the same launch named again (CUSTOM1 record, say): already satisfied
-  EXPECT_EQ(s.pendingLaunches(), 0u);
-  EXPECT_EQ(s.kernels().size(), 2u);
-  EXPECT_EQ(s.externals().size(), 2u);
-  EXPECT_EQ(s.records(), 4u);
+TEST(RecordStore, AbandonedBuffersAreCounted) {
+  RecordStore store(0);
+  RecordBuilder b;
+  b.kernel(1, 2, 0, 1, 1, "k").raw(200, 40);
+  appendRecords(store, b);
+  appendRecords(store, b);
+  store.seal();
+  EXPECT_EQ(store.abandonedBuffers(), 2u);
+  EXPECT_EQ(store.abandonedBytes(), 80u);
+  EXPECT_EQ(store.devices().size(), 2u);
 }
 
-TEST(RecordStoreTest, ApiRecordMakesALaunchPendingAndCountsOnceWithItsExternal) {
-  RecordStore s(0);
-  add(s, apis({7}));
-  EXPECT_TRUE(s.knowsLaunches());
-  EXPECT_EQ(s.pendingLaunches(), 1u);
-  add(s, externals({7, 8}));
-  EXPECT_EQ(s.pendingLaunches(), 2u);
-  add(s, apis({8}));
-  EXPECT_EQ(s.pendingLaunches(), 2u);
-  add(s, kernels({8, 7}));
-  EXPECT_EQ(s.pendingLaunches(), 0u);
-}
-
-TEST(RecordStoreTest, KernelBeforeItsLaunchRecordNeverMakesItPending) {
-  RecordStore s(0);
-  add(s, kernels({9}));  // another buffer delivered first
-  add(s, externals({9}));
-  add(s, apis({9}));
-  EXPECT_EQ(s.pendingLaunches(), 0u);
-  EXPECT_TRUE(s.knowsLaunches());
-}
-
-TEST(RecordStoreTest, StaleAndZeroIdsNeverBecomePending) {
-  RecordStore s(10);
-  add(s, apis({3, 10}));  // a thread's "current" id from an earlier session
-  add(s, externals({0}));
-  EXPECT_EQ(s.pendingLaunches(), 0u);
-  EXPECT_FALSE(s.knowsLaunches());
-  add(s, externals({11}));
-  EXPECT_EQ(s.pendingLaunches(), 1u);
-  EXPECT_TRUE(s.knowsLaunches());
-}
-
-TEST(RecordStoreTest, KernelsOnlyMeansTheLedgerKnowsNothing) {
-  RecordStore s(0);
-  add(s, kernels({1, 2, 3}));
-  EXPECT_FALSE(s.knowsLaunches());
-  EXPECT_EQ(s.pendingLaunches(), 0u);
-  EXPECT_EQ(s.maxCorrelationId(), 3u);
-}
-
-TEST(RecordStoreTest, MaxCorrelationIdCoversExternalsAndKernels) {
-  RecordStore s(0);
-  add(s, externals({40}));
-  add(s, kernels({12}));
-  EXPECT_EQ(s.maxCorrelationId(), 40u);
-}
-
-TEST(RecordStoreTest, AppendEmptiesTheBatchAndCountsAbandonedBuffers) {
-  RecordStore s(0);
-  WalkResult w = kernels({1, 2});
-  w.abandoned = true;
-  w.abandonedBytes = 48;
-  s.append(w);
-  EXPECT_TRUE(w.kernels.empty());
-  EXPECT_EQ(w.records, 0u);
-  EXPECT_FALSE(w.abandoned);
-  WalkResult w2 = kernels({3});
-  s.append(w2);
-  EXPECT_EQ(s.kernels().size(), 3u);
-  EXPECT_EQ(s.kernels()[2].correlationId, 3u);
-  EXPECT_EQ(s.abandonedBuffers(), 1u);
-  EXPECT_EQ(s.abandonedBytes(), 48u);
-  EXPECT_EQ(s.recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL], 3u);
-}
-
-TEST(RecordStoreTest, ConcurrentAppendsFromEightThreadsAreCountedExactly) {
-  constexpr int kThreads = 8, kBatches = 200, kPerBatch = 5;
-  RecordStore s(0);
+TEST(RecordStore, ConcurrentAppendsAndSealLoseNothingUncounted) {
+  RecordStore store(0);
+  constexpr int kThreads = 4, kBatches = 200;
+  std::atomic<bool> go{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&s, t] {
-      WalkResult w;  // reused, as the completion path reuses its thread_local batch
-      for (int b = 0; b < kBatches; ++b) {
-        for (int i = 0; i < kPerBatch; ++i) {
-          const uint64_t id = 1 + static_cast<uint64_t>((t * kBatches + b) * kPerBatch + i);
-          w.externals.push_back({MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1, id});
-          // Every launch but the last of each batch gets its kernel (in the same batch).
-          if (i + 1 < kPerBatch) w.kernels.push_back({100, 200, id, 0, 0, kName, kName});
-        }
-        w.recordsByKind[MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] += kPerBatch;
-        w.recordsByKind[MSPTI_ACTIVITY_KIND_KERNEL] += kPerBatch - 1;
-        w.records += 2 * kPerBatch - 1;
-        s.append(w);
+    threads.emplace_back([&, t] {
+      while (!go.load()) std::this_thread::yield();
+      for (int i = 0; i < kBatches; ++i) {
+        RecordBuilder b;
+        b.kernel(1, 2, static_cast<uint32_t>(t), 1, static_cast<uint64_t>(t * kBatches + i + 1), "k");
+        appendRecords(store, b);
       }
     });
   }
+  go = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  store.seal();
   for (auto& th : threads) th.join();
-  const uint64_t batches = kThreads * kBatches;
-  EXPECT_EQ(s.records(), batches * (2 * kPerBatch - 1));
-  EXPECT_EQ(s.externals().size(), batches * kPerBatch);
-  EXPECT_EQ(s.kernels().size(), batches * (kPerBatch - 1));
-  EXPECT_EQ(s.recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL], batches * (kPerBatch - 1));
-  EXPECT_EQ(s.pendingLaunches(), batches);
-  EXPECT_EQ(s.maxCorrelationId(), batches * kPerBatch);
+  EXPECT_EQ(store.devices().size() + store.afterCollection(), static_cast<size_t>(kThreads * kBatches));
+  EXPECT_EQ(store.records(), store.devices().size());
 }
 
 }  // namespace
