@@ -84,6 +84,8 @@ def test_queued_launches_warn_once_per_session_naming_the_task_queue_setting(que
     assert len(warnings) == 2, warnings  # two sessions, one warning each
     assert all("30 of 30 device rows" in w for w in warnings), warnings
     assert all("task-queue" in p["session"]["warnings"] for p in queued.profiles)
+    # diagnostics() says the same about the last session.
+    assert TASK_QUEUE_FIX in queued.diagnostics_repr and "30 no_op_on_thread" in queued.diagnostics_repr
 
 
 def test_doctor_explains_a_trace_of_queued_launches(queued, capsys):
