@@ -182,12 +182,19 @@ def test_direct_mode_links_every_op_kernel_and_blames_no_task_queue_for_the_mems
         assert memsets, "no housekeeping MemSet in the profile"
         assert {k["args"]["link"] for k in memsets} == {"no_op_on_thread"}, memsets
         assert all("External id" not in k["args"] for k in memsets)
-        assert {k["args"]["link"] for k in others} == {"verified"}, [
-            k for k in others if k["args"]["link"] != "verified"
+        assert {k["args"]["link"] for k in others} <= {"verified", "recovered"}, [
+            k for k in others if k["args"]["link"] not in ("verified", "recovered")
         ]
         assert session["links"]["no_op_on_thread"] == len(memsets), session["links"]
         assert not [w for w in s["warnings"] if TASK_QUEUE_FIX in w], s["warnings"]
         assert s["credited"], "direct mode: ops get the device time of their kernels"
+    # The ops profile: the n-th aten::add (mul, sub) launched the n-th Add (Mul, Sub) kernel.
+    trace = direct[0]["trace"]
+    for name, kernel in (("add", "Add"), ("mul", "Mul"), ("sub", "Sub")):
+        ops = sorted((e for e in events(trace) if e.get("name") == f"aten::{name}"), key=lambda e: e["ts"])
+        ks = sorted((k for k in kernels(trace) if k["name"] == kernel), key=lambda k: k["ts"])
+        assert len(ops) == len(ks) == 12, (name, len(ops), len(ks))
+        assert [k["args"].get("External id") for k in ks] == [op["args"]["External id"] for op in ops], kernel
 
 
 def test_each_plugin_lane_has_one_name_the_same_in_every_trace(mode):
