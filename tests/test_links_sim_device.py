@@ -23,7 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from op_links import state_problems
-from sim_support import require_simulator, result, run_checks, run_child
+from sim_support import require_simulator, result, run_checks, run_demo
 from simrun import TS_TOL_US, events, flow_events, kernels, launches, metadata
 
 from torch_mspti_cli import main as cli_main
@@ -233,16 +233,10 @@ def test_the_plugin_names_no_lane_of_a_thread_that_runs_ops(mode):
 @pytest.mark.parametrize("launch_mode", ["direct", "queued"])
 def test_demo_blames_the_task_queue_only_in_queued_mode(launch_mode, tmp_path):
     require_simulator()
-    out = tmp_path / "trace.json"
-    proc = run_child(
-        "import sys\nfrom torch_mspti.sim import demo\n"
-        f"sys.exit(demo.run('transformer', out={str(out)!r}, device='sim', launch_mode={launch_mode!r}))\n"
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc, trace = run_demo(tmp_path / "trace.json", workload="transformer", launch_mode=launch_mode)
     text = proc.stdout + proc.stderr
     assert ("TASK_QUEUE_ENABLE" in text) == (launch_mode == "queued"), text
     assert ("queued launches" in text) == (launch_mode == "queued"), text
-    trace = json.loads(out.read_text())
     memsets = [k for k in kernels(trace) if k["name"] == "MemSet"]
     assert memsets and {k["args"]["link"] for k in memsets} == {"no_op_on_thread"}, memsets
     if launch_mode == "direct":
