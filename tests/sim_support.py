@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,6 +62,15 @@ def run_child(code: str, timeout: float = 240, env: dict[str, str] | None = None
     child_env.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
     child_env.update(env or {})
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=child_env)
+
+
+def run_demo(out, **kwargs: Any) -> tuple[subprocess.CompletedProcess, dict]:
+    """``torch_mspti.sim.demo.run(out=out, device="sim", **kwargs)`` in a fresh interpreter; returns
+    the finished process and the trace it wrote (parsed). Raises AssertionError when it failed."""
+    args = ", ".join(f"{k}={v!r}" for k, v in {**kwargs, "out": str(out), "device": "sim"}.items())
+    proc = run_child(f"import sys\nfrom torch_mspti.sim import demo\nsys.exit(demo.run({args}))\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, json.loads(Path(out).read_text())
 
 
 def simulator_library_path() -> str:

@@ -246,6 +246,7 @@ except BaseException:
     RESULT["error"] = traceback.format_exc()
 RESULT["sim_stats_after"] = sim_stats()
 RESULT["diagnostics"] = torch_mspti.diagnostics(load_library=P["diagnostics_load"]).to_dict()
+RESULT["diagnostics_repr"] = repr(torch_mspti.diagnostics(load_library=False))
 with open(P["result_path"], "w") as f:
     json.dump(RESULT, f, default=str)
 """
@@ -290,6 +291,7 @@ class SimResult:
     sim_stats_after: dict | None
     extra: dict = field(default_factory=dict)
     mspti_calls: list[str] = field(default_factory=list)  # shim log lines (runs with a peer)
+    diagnostics_repr: str = ""  # repr(torch_mspti.diagnostics()) after the last profile
 
     @property
     def trace(self) -> dict:
@@ -420,6 +422,7 @@ def run(
         sim_stats_after=data.get("sim_stats_after"),
         extra=data["extra"],
         mspti_calls=calls.read_text().splitlines() if (calls := out_dir / "mspti_calls.log").exists() else [],
+        diagnostics_repr=data.get("diagnostics_repr", ""),
     )
 
 

@@ -302,6 +302,30 @@ def _no_kernel_linked(t):
             del e["args"]["External id"]
 
 
+def _set_links(t, states):
+    """Kernel i gets link state states[i]; an unlinked state also unlinks the kernel and its launch."""
+    corr = {}
+    for e in t["traceEvents"]:
+        if e.get("cat") == "kernel":
+            e["args"]["link"] = states[len(corr)]
+            corr[e["args"]["correlation"]] = e["args"]["link"]
+    for e in t["traceEvents"]:
+        if e.get("cat") in ("kernel", "privateuse1_runtime") and corr[e["args"]["correlation"]] not in (
+            "verified",
+            "recovered",
+            "unverified",
+        ):
+            del e["args"]["External id"]
+
+
+def _launches_without_op(t):
+    _set_links(t, ["no_op_on_thread", "no_op_on_thread", "verified"])
+
+
+def _links_ambiguous(t):
+    _set_links(t, ["ambiguous", "unverified", "unverified"])
+
+
 def _session_errors(t):
     t["torch_mspti"] = {"state": "processed", "errors": ["Disable(KERNEL): MSPTI_ERROR_INNER"]}
 
@@ -313,6 +337,8 @@ def _launches_pending(t):
 WARNED = [
     ("health-report-missing", _no_health_report),
     ("no-kernel-linked", _no_kernel_linked),
+    ("launches-without-op", _launches_without_op),
+    ("links-ambiguous", _links_ambiguous),
     ("session-errors", _session_errors),
     ("launches-pending", _launches_pending),
 ]
@@ -332,6 +358,17 @@ def test_each_warning_is_reported_without_failing_the_check(rule, mutate):
 
 def test_every_warning_has_a_trace():
     assert {rule for rule, _ in WARNED} == set(WARNINGS)
+
+
+def test_the_link_states_of_the_rows_are_counted_and_name_why_no_kernel_is_linked():
+    trace = make_trace()
+    _set_links(trace, ["ambiguous", "no_record", "ambiguous"])
+    report = check_trace(trace)
+    assert report.stats.link_states == {"ambiguous": 2, "no_record": 1}
+    warned = {w.rule: w.message for w in report.warnings}
+    assert set(warned) == {"links-ambiguous", "no-kernel-linked"}, warned
+    assert "enable_api_records" in warned["links-ambiguous"]
+    assert "TASK_QUEUE" not in warned["no-kernel-linked"] and "(ambiguous)" in warned["no-kernel-linked"]
 
 
 def test_a_failed_session_names_its_error():

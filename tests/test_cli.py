@@ -298,6 +298,7 @@ def test_check_json_schema(tmp_path, capsys):
         "flow_finishes",
         "device_lanes",
         "streams",
+        "link_states",
     }
 
 

@@ -22,6 +22,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import simrun
+from op_links import assert_links_right
 from simrun import cpu_ops, kernels, launches
 
 from torch_mspti.check import check_trace
@@ -267,7 +268,7 @@ import threading, time
 @torch.library.custom_op("faults::tlaunch", mutates_args=())
 def _tlaunch(t: torch.Tensor, n: int) -> torch.Tensor:
     time.sleep(0.0003)  # releases the GIL: other threads push their ops meanwhile
-    sim.msptiSimLaunchKernel(f"T{n}".encode(), b"KERNEL_AICORE", 0, 1 + n % 4, 2000)
+    sim.msptiSimLaunchKernel(f"K{n}".encode(), b"KERNEL_AICORE", 0, 1 + n % 4, 2000)
     return t.clone()
 
 def worker(w):
@@ -285,18 +286,12 @@ sync()
     _assert_valid(run)
     assert run.sim_stats_after["external_stack_depth"] == 0, run.sim_stats_after
     session = _session(run)
-    assert len(kernels(run.trace)) == 160
     assert session["correlation"]["errors"] == 0
-    # Every kernel T<n> is linked to the op instance that launched it: the op called with n.
-    ops = {e["args"]["External id"]: e for e in cpu_ops(run.trace) if e["name"] == "faults::tlaunch"}
-    wrong = []
-    for k in kernels(run.trace):
-        op = ops.get(k["args"].get("External id"))
-        n = int(k["name"][1:])
-        if op is None or op["args"]["Concrete Inputs"][1] != str(n):
-            wrong.append((k["name"], op and op["args"]["Concrete Inputs"]))
-    assert not wrong, wrong
-    assert session["linked_rows"] == 160, session["links"]
+    # Every kernel K<n> is linked to the op instance called with n, its launch nested in that op.
+    result, session = assert_links_right(run, {"faults::tlaunch"}, 160)
+    assert result.linked == 160, result.summary()
+    # The threads did interleave on MSPTI's stack: some hints named another thread's op.
+    assert session["correlation"]["interleaved"] > 0 and session["links"]["recovered"] > 0, session["links"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,14 +7,13 @@ The same checks apply to a real NPU (marker npu) where one exists.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sim_support import require_simulator, result, run_checks, run_child
+from sim_support import require_simulator, result, run_checks, run_child, run_demo
 
 COMMON = r"""
 import json, os, tempfile
@@ -168,13 +167,8 @@ def test_backward_kernels_link_to_autograd_ops(traces):
 
 def test_demo_trace_passes_structural_checks(tmp_path):
     _need_plugin()
-    out = tmp_path / "trace.json"
-    proc = run_child(
-        "import sys\nfrom torch_mspti.sim import demo\n"
-        f"sys.exit(demo.run('phases', size=128, steps=1, out={str(out)!r}, device='sim'))\n"
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    ev = json.loads(out.read_text())["traceEvents"]
+    proc, trace = run_demo(tmp_path / "trace.json", workload="phases", size=128, steps=1)
+    ev = trace["traceEvents"]
     kernels = [e for e in ev if e.get("cat") == "kernel"]
     assert kernels and any("External id" in e.get("args", {}) for e in kernels)
     assert "linked" in proc.stdout

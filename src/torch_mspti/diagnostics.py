@@ -29,6 +29,15 @@ from typing import Any
 
 from . import _C
 
+# The link states of a device row that leave it unlinked (README "Links: what an arrow means"), and
+# what the session's link warnings (by key) say about a low linked ratio.
+_UNLINKED = ("no_op_on_thread", "clock_untrusted", "ambiguous", "no_record")
+_LINK_WARNINGS = {
+    "task-queue": "most rows came from threads that ran no op (a task queue): set TASK_QUEUE_ENABLE=0 for op links",
+    "ambiguous": "without API records links cannot be verified while threads run ops: set enable_api_records=True",
+    "clock": "MSPTI's API records are on an unknown host clock: no link could be verified",
+}
+
 
 @dataclass(frozen=True)
 class LibraryInfo:
@@ -121,11 +130,16 @@ class Diagnostics:
             ratio = "n/a" if not rows else f"{c.linked_rows / rows:.1%}"
             drain = last.drain
             drain_text = "n/a" if drain is None else f"{drain.exit_reason} in {drain.ms:.1f} ms"
+            unlinked = ", ".join(f"{n} {state}" for state in _UNLINKED if (n := getattr(c, f"links_{state}", 0)))
             session_line = (
                 f"last session: {last.state}, {rows} device rows, {c.linked_rows} linked ({ratio}: "
-                f"{c.links_verified} verified, {c.links_recovered} recovered), drain {drain_text}, "
-                f"{0 if drain is None else drain.pending_launches} pending"
+                f"{c.links_verified} verified, {c.links_recovered} recovered, {c.links_unverified} unverified)"
+                + (f", unlinked: {unlinked}" if unlinked else "")
+                + f", drain {drain_text}, {0 if drain is None else drain.pending_launches} pending"
             )
+            why = [_LINK_WARNINGS[w] for w in last.warnings if w in _LINK_WARNINGS]
+            if why:
+                session_line += "\n  links: " + "; ".join(why)
         return "\n".join(["torch_mspti.Diagnostics(", "  " + lib_line, "  " + plugin_line, "  " + session_line, ")"])
 
 

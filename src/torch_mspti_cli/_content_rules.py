@@ -20,6 +20,8 @@ PROBLEMS: dict[str, str] = {
 WARNINGS: dict[str, str] = {
     "health-report-missing": 'a trace with device activity carries torch-mspti\'s health report ("torch_mspti")',
     "no-kernel-linked": "at least one kernel is linked to the op that launched it (External id)",
+    "launches-without-op": "most device rows were launched inside an op (not from a task-queue thread)",
+    "links-ambiguous": "no device row is unlinked for want of API records while threads ran ops",
     "session-errors": "the health report lists no errors",
     "launches-pending": "no launch was still waiting for its kernel when the drain ended",
 }
@@ -29,6 +31,13 @@ TASK_QUEUE_HINT = (
     "queued mode) cannot be linked to their ops; profile with TASK_QUEUE_ENABLE=0 for arrows and "
     "per-op device time"
 )
+# The plugin's unlinked link states (args.link of a device row) and what each means.
+UNLINKED_STATES = {
+    "no_op_on_thread": "launched from a thread that ran no op",
+    "clock_untrusted": "launch time on an unknown host clock",
+    "ambiguous": "no API record while several threads ran ops",
+    "no_record": "neither a launch record nor an op hint",
+}
 
 
 def _first_errors(errors: Any, n: int = 2) -> str:
@@ -44,6 +53,7 @@ def check(
     device_events: int,
     kernels: int,
     linked: int,
+    link_states: dict[str, int],
     health_present: bool,
     health: dict | None,
     allow_empty: bool,
@@ -53,7 +63,8 @@ def check(
     """Report the content findings through ``problem(rule, message)`` and ``warning(rule, message)``.
 
     ``health`` is the parsed report (None when absent or malformed; ``health_present`` tells
-    which). Every rule is in :data:`PROBLEMS` or :data:`WARNINGS`.
+    which). ``link_states`` counts the device rows by their ``args.link`` (empty for traces
+    without it). Every rule is in :data:`PROBLEMS` or :data:`WARNINGS`.
     """
     if isinstance(health, dict) and health.get("state") == "failed":
         lib = health.get("library") if isinstance(health.get("library"), dict) else {}
@@ -99,8 +110,7 @@ def check(
             "PrivateUse1 profiler (e.g. torch_npu's) wrote it, or it was edited; drops and drain "
             "cannot be checked",
         )
-    if kernels and not linked:
-        warning("no-kernel-linked", f"none of the {kernels} kernels is linked to an op: {TASK_QUEUE_HINT}")
+    _link_warnings(kernels, linked, device_events, link_states, warning)
     if isinstance(health, dict):
         pending = _health.pending_launches(health)
         if pending:
@@ -110,3 +120,30 @@ def check(
                 f"{pending} launch(es) had no kernel when the drain ended ({drain.get('exit_reason', '?')}): "
                 "those kernels are missing from the trace; synchronize the device before the profiler stops",
             )
+
+
+def _link_warnings(kernels: int, linked: int, rows: int, states: dict[str, int], warning) -> None:
+    """Why links are missing, from the rows' link states (the plugin's own rules: most rows from
+    threads that ran no op means a task queue; any ambiguous row means API records were off)."""
+    no_op, ambiguous = states.get("no_op_on_thread", 0), states.get("ambiguous", 0)
+    queue = rows > 0 and no_op * 2 > rows
+    if queue:
+        warning(
+            "launches-without-op",
+            f"{no_op} of {rows} device rows were launched from threads that ran no op (a task queue: "
+            "torch_npu's TASK_QUEUE_ENABLE=1, the simulator's queued mode): they are on their launch "
+            "thread's lane and credited to no op; profile with TASK_QUEUE_ENABLE=0 for arrows and per-op device time",
+        )
+    if ambiguous:
+        warning(
+            "links-ambiguous",
+            f"{ambiguous} device rows are unlinked: the session had no API records, so their op could not be "
+            "verified while several threads ran ops; profile with torch_mspti.config.enable_api_records = True",
+        )
+    if kernels and not linked:
+        unlinked = {k: states[k] for k in UNLINKED_STATES if states.get(k)}
+        if not unlinked or queue:
+            why = TASK_QUEUE_HINT
+        else:
+            why = "; ".join(f"{n} {UNLINKED_STATES[k]} ({k})" for k, n in unlinked.items())
+        warning("no-kernel-linked", f"none of the {kernels} kernels is linked to an op: {why}")

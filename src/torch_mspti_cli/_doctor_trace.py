@@ -17,7 +17,14 @@ from .cmd_doctor import print_verdict
 
 # The order in which findings explain a trace: the first one present is the verdict.
 _EXPLAINING_PROBLEMS = ("trace-empty", "session-failed", "no-device-activity", "health-report-malformed")
-_EXPLAINING_WARNINGS = ("launches-pending", "health-report-missing", "no-kernel-linked", "session-errors")
+_EXPLAINING_WARNINGS = (
+    "launches-pending",
+    "health-report-missing",
+    "launches-without-op",
+    "links-ambiguous",
+    "no-kernel-linked",
+    "session-errors",
+)
 
 
 def explain(report) -> tuple[bool, str]:
@@ -65,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         [
             ("events", s.events),
             ("kernels", f"{s.kernels} (linked to their ops {s.linked_kernels}, {ratio(s.link_ratio)})"),
+            ("link states", _health.counted(s.link_states) if s.link_states else "-"),
             ("device lanes", f"{plural(s.device_lanes, 'device')}, {plural(s.streams, 'stream')}"),
             ("check", "no problems" if report.ok else plural(report.problem_count, "problem")),
         ]

@@ -166,6 +166,7 @@ class Index:
     thread_names: dict = field(default_factory=dict)
     kernels: int = 0
     linked_kernels: int = 0
+    link_states: Counter = field(default_factory=Counter)  # args.link of the device rows
     max_abs_ts: float = 0.0
 
 
@@ -231,6 +232,8 @@ def _index_slice(ix: Index, sink: Sink, i: int, e: dict) -> None:
     if cat in DEVICE_CATS:
         ix.device_pids.add(pid)
         ix.device_slices[lane].append(item)
+        if isinstance(args.get("link"), str):
+            ix.link_states[args["link"]] += 1
         if cat == "kernel":
             ix.kernels += 1
             if args.get("External id"):

@@ -51,7 +51,10 @@ class TraceFileError(ValueError):
 
 @dataclass
 class CheckStats:
-    """Counts over the trace. ``link_ratio`` is linked/kernels, None without kernels."""
+    """Counts over the trace. ``link_ratio`` is linked/kernels, None without kernels.
+    ``link_states``: device rows by the link state torch-mspti wrote into each (``args.link``:
+    verified, recovered, unverified, no_op_on_thread, clock_untrusted, ambiguous, no_record);
+    empty for a trace without them."""
 
     events: int = 0
     kernels: int = 0
@@ -62,6 +65,7 @@ class CheckStats:
     flow_finishes: int = 0
     device_lanes: int = 0  # device processes (pids with kernel/copy events)
     streams: int = 0  # device (pid, tid) lanes
+    link_states: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -188,6 +192,7 @@ def check_trace(
         device_events=sum(len(v) for v in ix.device_slices.values()),
         kernels=ix.kernels,
         linked=ix.linked_kernels,
+        link_states=ix.link_states,
         health_present=present,
         health=health,
         allow_empty=allow_empty,
@@ -218,5 +223,6 @@ def check_trace(
         flow_finishes=sum(len(v) for v in ix.ends.values()),
         device_lanes=len(ix.device_pids),
         streams=len(ix.device_slices),
+        link_states=dict(ix.link_states),
     )
     return CheckReport(sink.kept, stats, dict(sink.counts), health, warnings.kept)

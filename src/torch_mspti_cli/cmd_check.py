@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     out.rows(
         [
             ("kernels", f"{s.kernels}  (linked {s.linked_kernels}, {ratio(s.link_ratio)})"),
+            ("link states", _health.counted(s.link_states) if s.link_states else "-"),
             ("launches", s.launches),
             ("arrows", f"{s.flows} starts, {s.flow_finishes} finishes"),
             ("device lanes", f"{plural(s.device_lanes, 'device')}, {plural(s.streams, 'stream')}"),

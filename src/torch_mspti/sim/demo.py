@@ -53,24 +53,42 @@ def summarize_trace(path: str) -> dict[str, Any]:
     }
 
 
-def _drain_stats() -> dict[str, Any] | None:
+def _last_session() -> dict[str, Any]:
+    """The plugin's report of the last profiling session ({} when the plugin or a session is absent)."""
     try:
         import torch_mspti
 
-        diag = torch_mspti.diagnostics().to_dict()
-        return (diag.get("last_session") or {}).get("drain")
+        return torch_mspti.diagnostics().to_dict().get("last_session") or {}
     except Exception:  # plugin absent, older plugin, no session yet
-        return None
+        return {}
 
 
-def _rejected_links() -> int:
-    try:
-        import torch_mspti
+def _unlinked_lines(session: dict[str, Any]) -> list[str]:
+    """One summary line per reason device rows of ``session`` (a ``last_session`` report) are not
+    linked to an op (the plugin's link states, README "What a link means"). Launches from threads
+    that ran no op are blamed on a task queue only when the plugin said most rows came from one
+    (its "task-queue" warning); a few, such as the allocator's housekeeping memsets, are named as
+    what they are."""
+    from torch_mspti_cli._content_rules import UNLINKED_STATES
 
-        last = torch_mspti.diagnostics().to_dict().get("last_session") or {}
-        return int(last.get("mislinks_rejected") or 0)
-    except Exception:  # plugin absent or no session yet
-        return 0
+    links = session.get("links") or {}
+    lines = []
+    no_op = int(links.get("no_op_on_thread") or 0)
+    if no_op and "task-queue" in (session.get("warnings") or []):
+        lines.append(
+            f"unlinked {no_op} row(s) launched from a task-queue thread, which runs no op (queued launches): "
+            "shown on that thread's lane, credited to no op; on torch_npu set TASK_QUEUE_ENABLE=0 for op links"
+        )
+    elif no_op:
+        lines.append(
+            f"unlinked {no_op} row(s) launched from a thread that ran no op (e.g. the allocator's housekeeping): "
+            "shown on that thread's lane, credited to no op"
+        )
+    for state, meaning in UNLINKED_STATES.items():
+        if state != "no_op_on_thread" and links.get(state):
+            fix = "; set torch_mspti.config.enable_api_records = True" if state == "ambiguous" else ""
+            lines.append(f"unlinked {links[state]} row(s): {meaning} ({state}){fix}")
+    return lines
 
 
 def select_device(device: str, launch_mode: str = "direct") -> str:
@@ -167,9 +185,9 @@ def run(
 
     ``launch_mode`` (simulator only): ``"direct"`` launches kernels inside the op that issued
     them; ``"queued"`` launches them later from a worker thread, as torch_npu's task queue does
-    (TASK_QUEUE_ENABLE=1). MSPTI then tags each launch with whatever op is on its process-global
-    stack at that moment, so the plugin rejects those links (never an arrow from the wrong op)
-    and the trace shows the kernels unlinked; the rejections are counted in diagnostics.
+    (TASK_QUEUE_ENABLE=1). That thread runs no op, so the kernels are linked to none (never to
+    the wrong one): their launches are shown on the worker's own lane, and the summary says why
+    they are unlinked (from the plugin's link states in diagnostics).
 
     ``steps`` (>= 1) is the number of profiled steps, ``size`` (>= 1) the problem size; None
     takes the workload's default (``workloads.DEFAULTS``).
@@ -244,17 +262,14 @@ def run(
     if memcpy or summary["memcpys"] or summary["memsets"]:
         kinds = ", ".join(f"{k} {n}" for k, n in summary["copy_kinds"].items())
         print(f"  copies   {summary['memcpys']} memcpy ({kinds or 'none'}), {summary['memsets']} memset")
-    drain = _drain_stats()
+    session = _last_session()
+    drain = session.get("drain")
     if drain:
         print(
             "  drain    " + ", ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in drain.items())
         )
-    rejected = _rejected_links()
-    if rejected:
-        print(
-            f"  rejected {rejected} link(s): kernels launched from another thread than the op MSPTI "
-            "tagged them with (queued launches); on torch_npu set TASK_QUEUE_ENABLE=0 for op links"
-        )
+    for line in _unlinked_lines(session):
+        print(f"  {line}")
     if summary["kernels"] == 0:
         print(f"  note: no kernels in the trace; `torch-mspti doctor {path}` explains why")
     if workload != "phases":
