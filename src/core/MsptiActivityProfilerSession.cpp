@@ -236,13 +236,14 @@ void MsptiActivityProfilerSession::collect() {
   if (deps_.config.synchronizeDevices && deps_.synchronizeDevices) {
     // torch.profiler synchronises the current device only; kernels launched in the window on the
     // others may still be running, and MSPTI 26.1 discards what has not ended when it is disabled.
-    // Only devices this session has seen work on are waited for: touching an idle device would
-    // initialise it (aclrtSetDevice) on a machine with many NPUs.
+    // The devices this session has seen records from are named here; synchronizeDevices adds the
+    // ones the backend has initialised (device records arrive ~200 ms late, so a device whose
+    // kernels are still running has usually delivered none yet) and never touches an idle one.
     std::vector<int32_t> devices;
     for (uint32_t physical : store_->devicesSeen())
       devices.push_back(logicalDevice(physical, deps_.config.visibleDevices));
     const auto t0 = std::chrono::steady_clock::now();
-    if (!devices.empty()) guard(errors_, "synchronize devices", [&] { deps_.synchronizeDevices(devices); });
+    guard(errors_, "synchronize devices", [&] { deps_.synchronizeDevices(devices); });
     drain.synchronizeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   counters_.unbalancedAtStop += forwarder_->disarm();

@@ -1,5 +1,8 @@
 #include "PluginContext.h"
 
+#include <algorithm>
+
+#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 #include <libkineto.h>
@@ -73,13 +76,25 @@ SessionDeps PluginContext::sessionDeps() {
   return d;
 }
 
+namespace {
+
+bool initialised(c10::DeviceIndex d) {
+  try {
+    return at::isPrivateUse1HooksRegistered() && at::detail::getPrivateUse1Hooks().hasPrimaryContext(d);
+  } catch (...) {
+    return false;  // the default hooks throw for every query
+  }
+}
+
+}  // namespace
+
 void synchronizePrivateUse1Devices(const std::vector<int32_t>& devices) {
   constexpr auto kType = c10::DeviceType::PrivateUse1;
   if (!c10::impl::hasDeviceGuardImpl(kType)) return;
   const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(kType);
   const c10::DeviceIndex count = impl->deviceCount();
-  for (int32_t d : devices)
-    if (d >= 0 && d < count) impl->synchronizeDevice(static_cast<c10::DeviceIndex>(d));
+  for (c10::DeviceIndex d = 0; d < count; ++d)
+    if (std::find(devices.begin(), devices.end(), d) != devices.end() || initialised(d)) impl->synchronizeDevice(d);
 }
 
 }  // namespace torch_mspti
