@@ -310,12 +310,27 @@ def _launches_pending(t):
     t["torch_mspti"] = {"state": "stopped", "drain": {"exit_reason": "timeout", "pending_launches": 3}}
 
 
+def _records_dropped(t):
+    t["torch_mspti"] = {"state": "processed", "dropped": {"out_of_window": 2, "duplicates": 5, "orphan": 0}}
+
+
 WARNED = [
     ("health-report-missing", _no_health_report),
     ("no-kernel-linked", _no_kernel_linked),
     ("session-errors", _session_errors),
     ("launches-pending", _launches_pending),
+    ("records-dropped", _records_dropped),
 ]
+
+
+def test_dropped_records_warning_names_each_counter_and_its_meaning():
+    trace = make_trace()
+    _records_dropped(trace)
+    (warning,) = check_trace(trace).warnings
+    assert warning.message.startswith("2 MSPTI record(s) are not in this trace: 2 out_of_window (launched outside")
+    assert "duplicates" not in warning.message and "orphan" not in warning.message  # copies and zeros are no loss
+    trace["torch_mspti"]["dropped"] = {"duplicates": 5}
+    assert check_trace(trace).warnings == []
 
 
 @pytest.mark.parametrize("rule, mutate", WARNED, ids=[r for r, _ in WARNED])

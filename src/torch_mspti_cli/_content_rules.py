@@ -22,6 +22,16 @@ WARNINGS: dict[str, str] = {
     "no-kernel-linked": "at least one kernel is linked to the op that launched it (External id)",
     "session-errors": "the health report lists no errors",
     "launches-pending": "no launch was still waiting for its kernel when the drain ended",
+    "records-dropped": "the health report counts no dropped record (duplicates aside: their first copy is kept)",
+}
+
+# What each "dropped" counter of the health report means for the trace (SessionCounters.h).
+DROPPED_MEANING: dict[str, str] = {
+    "out_of_window": "launched outside the profiling window",
+    "invalid_timing": "no timing (start = end = 0) or end before start",
+    "earlier_session": "records of an earlier session delivered late",
+    "after_collection": "completed after the session had finished collecting",
+    "orphan": "delivered while no session was collecting",
 }
 
 TASK_QUEUE_HINT = (
@@ -102,6 +112,15 @@ def check(
     if kernels and not linked:
         warning("no-kernel-linked", f"none of the {kernels} kernels is linked to an op: {TASK_QUEUE_HINT}")
     if isinstance(health, dict):
+        dropped = health.get("dropped")
+        lost = {
+            k: v
+            for k, v in (dropped.items() if isinstance(dropped, dict) else ())
+            if k != "duplicates" and isinstance(v, int) and not isinstance(v, bool) and v > 0
+        }
+        if lost:
+            what = ", ".join(f"{v} {k}" + (f" ({DROPPED_MEANING[k]})" if k in DROPPED_MEANING else "") for k, v in lost.items())
+            warning("records-dropped", f"{sum(lost.values())} MSPTI record(s) are not in this trace: {what}")
         pending = _health.pending_launches(health)
         if pending:
             drain = health.get("drain") or {}
