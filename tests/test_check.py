@@ -333,6 +333,20 @@ def test_dropped_records_warning_names_each_counter_and_its_meaning():
     assert check_trace(trace).warnings == []
 
 
+def test_zero_length_kernels_pass_only_as_many_as_the_health_report_accounts_for():
+    trace = make_trace()
+    for n in (0, 1):
+        find(trace, cat="kernel", n=n)["dur"] = 0
+    trace["torch_mspti"] = {"repaired": {"zero_duration": 2}}
+    assert check_trace(trace).ok
+    trace["torch_mspti"] = {"repaired": {"zero_duration": 1, "overlaps": 1}}  # a repair can empty a row
+    assert check_trace(trace).ok
+    trace["torch_mspti"] = {"repaired": {"zero_duration": 1}}
+    report = check_trace(trace)
+    assert report.counts_by_rule == {"duration-not-positive": 2}, report.to_dict()
+    assert "the health report accounts for 1" in report.problems[0].message
+
+
 @pytest.mark.parametrize("rule, mutate", WARNED, ids=[r for r, _ in WARNED])
 def test_each_warning_is_reported_without_failing_the_check(rule, mutate):
     trace = make_trace()
