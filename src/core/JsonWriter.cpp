@@ -35,6 +35,29 @@ bool isValidUtf8(std::string_view s) {
   return true;
 }
 
+void appendKinetoSafeText(std::string& out, std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = p[i];
+    if (c >= 0x80) {
+      const size_t len = utf8SequenceLength(p + i, s.size() - i);
+      if (len == 0) {
+        out += '?';
+        ++i;
+      } else {
+        out.append(s.data() + i, len);
+        i += len;
+      }
+      continue;
+    }
+    if (c == '"') out += '\'';
+    else if (c == '\\') out += '/';
+    else if (c < 0x20 || c == 0x7F) out += ' ';
+    else out += static_cast<char>(c);
+    ++i;
+  }
+}
+
 JsonWriter& JsonWriter::value(const char* key, std::string_view v) {
   prefix(key);
   quote(v);
@@ -96,6 +119,11 @@ void JsonWriter::prefix(const char* key) {
 
 void JsonWriter::quote(std::string_view s) {
   out_ += '"';
+  if (target_ == Target::kKinetoMetadata) {
+    appendKinetoSafeText(out_, s);
+    out_ += '"';
+    return;
+  }
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = p[i];

@@ -439,7 +439,7 @@ SessionReport MsptiActivityProfilerSession::report() const {
 
 std::string MsptiActivityProfilerSession::healthJson() const {
   const LibraryReport lib = deps_.libraryReport ? deps_.libraryReport() : LibraryReport{};
-  JsonWriter w;
+  JsonWriter w(JsonWriter::Target::kKinetoMetadata);  // kineto writes it into the trace as it is
   w.beginObject();
   w.beginObject("library")
       .value("available", lib.available)
