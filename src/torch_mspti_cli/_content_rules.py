@@ -119,7 +119,9 @@ def check(
             if k != "duplicates" and isinstance(v, int) and not isinstance(v, bool) and v > 0
         }
         if lost:
-            what = ", ".join(f"{v} {k}" + (f" ({DROPPED_MEANING[k]})" if k in DROPPED_MEANING else "") for k, v in lost.items())
+            what = ", ".join(
+                f"{v} {k}" + (f" ({DROPPED_MEANING[k]})" if k in DROPPED_MEANING else "") for k, v in lost.items()
+            )
             warning("records-dropped", f"{sum(lost.values())} MSPTI record(s) are not in this trace: {what}")
         pending = _health.pending_launches(health)
         if pending:
