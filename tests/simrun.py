@@ -274,6 +274,16 @@ def sanitizer_preload() -> str | None:
     return ":".join(keep) or None
 
 
+def clean_environment() -> dict[str, str]:
+    """This process's environment without TORCH_MSPTI_* and the variables the library search reads
+    (the sanitizer preload kept): what a child that chooses its own MSPTI starts from."""
+    env = {k: v for k, v in os.environ.items() if k not in _SEARCH_ENV and not k.startswith("TORCH_MSPTI_")}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    if sanitizer_preload():
+        env["LD_PRELOAD"] = sanitizer_preload()
+    return env
+
+
 @dataclass
 class SimResult:
     """What one child run produced (see the module docstring)."""
@@ -341,10 +351,7 @@ def run(
     """
     out_dir = Path(tmp_path)
     out_dir.mkdir(parents=True, exist_ok=True)
-    child_env = {k: v for k, v in os.environ.items() if k not in _SEARCH_ENV and not k.startswith("TORCH_MSPTI_")}
-    child_env.setdefault("OMP_NUM_THREADS", "1")
-    if sanitizer_preload():
-        child_env["LD_PRELOAD"] = sanitizer_preload()
+    child_env = clean_environment()
     sim_opts: dict[str, int] = {}
     if library in ("sim", "sim-env"):
         sim_opts["delivery_delay_ns"] = delay_ns
@@ -503,3 +510,50 @@ def end(e: dict) -> float:
 
 # kineto writes ts/dur in µs with 3 decimals; absolute timestamps near 5e12 µs carry float error.
 TS_TOL_US = 0.002
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact times: kineto writes ts and dur as decimal µs with 3 digits, i.e. whole ns. Near 5e12 µs a
+# double holds only ~1 ns (one ulp is 2^-10 µs), so ts + dur read as floats can exceed the next
+# row's ts by one ulp although the two touch exactly; these helpers read the text as decimals.
+
+DEVICE_LANE_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")
+
+
+def exact_slices(path: Path | str, cats: Sequence[str] = DEVICE_LANE_CATS) -> list[dict]:
+    """The slices of ``cats`` in the trace file at ``path``, each with ``start_ns`` and ``end_ns``
+    computed exactly from the written decimals."""
+    from decimal import Decimal
+
+    trace = json.loads(Path(path).read_text(), parse_float=Decimal)
+    out = []
+    for e in events(trace):
+        if e.get("ph") == "X" and e.get("cat") in cats:
+            start = int(Decimal(e["ts"]) * 1000)
+            out.append(dict(e, start_ns=start, end_ns=start + int(Decimal(e["dur"]) * 1000)))
+    return out
+
+
+def lane_violations(slices: list[dict]) -> list[tuple[dict, dict]]:
+    """Pairs of slices on one (pid, tid) that a viewer cannot draw as one track: two device rows
+    (kernels, copies, memsets) that share a stretch of time, or a user-range span and a slice that
+    share one without either containing the other (a span must enclose its rows). Touching slices
+    and zero-length rows share no time."""
+    lanes: dict[tuple, list[dict]] = {}
+    for s in slices:
+        lanes.setdefault((s["pid"], s["tid"]), []).append(s)
+    bad = []
+    for items in lanes.values():
+        items.sort(key=lambda s: (s["start_ns"], s["end_ns"]))
+        for i, a in enumerate(items):
+            for b in items[i + 1 :]:
+                if b["start_ns"] >= a["end_ns"]:
+                    break
+                if min(a["end_ns"], b["end_ns"]) <= b["start_ns"]:
+                    continue  # b is zero-length at a point of a
+                spans = "gpu_user_annotation" in (a["cat"], b["cat"])
+                a_holds_b = a["start_ns"] <= b["start_ns"] and b["end_ns"] <= a["end_ns"]
+                b_holds_a = b["start_ns"] <= a["start_ns"] and a["end_ns"] <= b["end_ns"]
+                if not spans or not (a_holds_b or b_holds_a):
+                    bad.append((a, b))
+    return bad

@@ -334,6 +334,10 @@ def _launches_pending(t):
     t["torch_mspti"] = {"state": "stopped", "drain": {"exit_reason": "timeout", "pending_launches": 3}}
 
 
+def _records_dropped(t):
+    t["torch_mspti"] = {"state": "processed", "dropped": {"out_of_window": 2, "duplicates": 5, "orphan": 0}}
+
+
 WARNED = [
     ("health-report-missing", _no_health_report),
     ("no-kernel-linked", _no_kernel_linked),
@@ -341,7 +345,32 @@ WARNED = [
     ("links-ambiguous", _links_ambiguous),
     ("session-errors", _session_errors),
     ("launches-pending", _launches_pending),
+    ("records-dropped", _records_dropped),
 ]
+
+
+def test_dropped_records_warning_names_each_counter_and_its_meaning():
+    trace = make_trace()
+    _records_dropped(trace)
+    (warning,) = check_trace(trace).warnings
+    assert warning.message.startswith("2 MSPTI record(s) are not in this trace: 2 out_of_window (launched outside")
+    assert "duplicates" not in warning.message and "orphan" not in warning.message  # copies and zeros are no loss
+    trace["torch_mspti"]["dropped"] = {"duplicates": 5}
+    assert check_trace(trace).warnings == []
+
+
+def test_zero_length_kernels_pass_only_as_many_as_the_health_report_accounts_for():
+    trace = make_trace()
+    for n in (0, 1):
+        find(trace, cat="kernel", n=n)["dur"] = 0
+    trace["torch_mspti"] = {"repaired": {"zero_duration": 2}}
+    assert check_trace(trace).ok
+    trace["torch_mspti"] = {"repaired": {"zero_duration": 1, "overlaps": 1}}  # a repair can empty a row
+    assert check_trace(trace).ok
+    trace["torch_mspti"] = {"repaired": {"zero_duration": 1}}
+    report = check_trace(trace)
+    assert report.counts_by_rule == {"duration-not-positive": 2}, report.to_dict()
+    assert "the health report accounts for 1" in report.problems[0].message
 
 
 @pytest.mark.parametrize("rule, mutate", WARNED, ids=[r for r, _ in WARNED])

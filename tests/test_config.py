@@ -125,19 +125,23 @@ def test_environment_variables_set_settings():
     assert r.stdout.split() == [str(2 << 20), "True", "poll_first"]
 
 
+BUFFER_RANGE = "allowed 65536..268435456 bytes, a multiple of 8; the default 8388608 is kept"
+
+
 @pytest.mark.parametrize(
-    "var,value,expected",
+    "var,value,expected,allowed",
     [
-        ("TORCH_MSPTI_BUFFER_SIZE", "abc", "is not an integer"),
-        ("TORCH_MSPTI_BUFFER_SIZE", "12", "out of range"),
-        ("TORCH_MSPTI_DRAIN_TIMEOUT_MS", "-5", "out of range"),
-        ("TORCH_MSPTI_ENABLE_KERNELS", "maybe", "is not a boolean"),
-        ("TORCH_MSPTI_DRAIN_ORDER", "later", "is not allowed"),
-        ("TORCH_MSPTI_PROFILER", "bogus", "is not allowed"),
-        ("TORCH_MSPTI_BUFFER_SIZE", "64X", "is not an integer"),
+        ("TORCH_MSPTI_BUFFER_SIZE", "abc", "is not an integer", BUFFER_RANGE),
+        ("TORCH_MSPTI_BUFFER_SIZE", "12", "out of range", BUFFER_RANGE),
+        ("TORCH_MSPTI_BUFFER_SIZE", "512M", "out of range", BUFFER_RANGE),
+        ("TORCH_MSPTI_DRAIN_TIMEOUT_MS", "-5", "out of range", "the default 1000 is kept"),
+        ("TORCH_MSPTI_ENABLE_KERNELS", "maybe", "is not a boolean", "the default true is kept"),
+        ("TORCH_MSPTI_DRAIN_ORDER", "later", "is not allowed", "the default auto is kept"),
+        ("TORCH_MSPTI_PROFILER", "bogus", "is not allowed", "use auto, mspti, off; the default auto is kept"),
+        ("TORCH_MSPTI_BUFFER_SIZE", "64X", "is not an integer", BUFFER_RANGE),
     ],
 )
-def test_bad_environment_values_are_reported_and_ignored(var, value, expected):
+def test_bad_environment_values_are_reported_and_ignored(var, value, expected, allowed):
     code = (
         "import json, torch_mspti as m; d = m.diagnostics(load_library=False).to_dict();"
         "print(json.dumps({'errors': m.config.environment_errors(), 'diag': d['environment_errors'],"
@@ -147,14 +151,43 @@ def test_bad_environment_values_are_reported_and_ignored(var, value, expected):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert len(out["errors"]) == 1 and out["errors"] == out["diag"]
-    assert var in out["errors"][0] and value in out["errors"][0] and expected in out["errors"][0]
-    assert "default" in out["errors"][0] and "allowed" in out["errors"][0] or "use " in out["errors"][0]
+    assert out["errors"][0].startswith(f"{var}='{value}' is ignored: "), out["errors"]
+    assert expected in out["errors"][0] and out["errors"][0].endswith(allowed), out["errors"]
     # said once, at import, by a warning naming the variable (not from inside importlib)
     warned = [ln for ln in r.stderr.splitlines() if "RuntimeWarning" in ln and var in ln]
     assert len(warned) == 1 and "importlib" not in warned[0], r.stderr
     defaults = {"buffer_size": 8 << 20, "drain_timeout_ms": 1000, "enable_kernels": True, "drain_order": "auto"}
     for key, default in defaults.items():
         assert out["values"][key] == default
+
+
+def test_buffer_size_with_a_suffix_is_accepted_silently():
+    r = _run(
+        "import torch_mspti as m; print(m.config.buffer_size, m.config.environment_errors())",
+        TORCH_MSPTI_BUFFER_SIZE="64M",
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split(maxsplit=1) == [str(64 << 20), "[]\n"], r.stdout
+    assert "RuntimeWarning" not in r.stderr, r.stderr
+
+
+def test_several_bad_variables_give_one_warning_at_import_and_plain_doctor_shows_each():
+    bad = {"TORCH_MSPTI_BUFFER_SIZE": "abc", "TORCH_MSPTI_PROFILER": "bogus"}
+    r = _run("import torch_mspti", **bad)
+    assert r.returncode == 0, r.stderr
+    warned = [ln for ln in r.stderr.splitlines() if "RuntimeWarning" in ln]
+    assert len(warned) == 1 and all(f"{k}='{v}'" in warned[0] for k, v in bad.items()), r.stderr
+    doctor = subprocess.run(
+        [sys.executable, "-m", "torch_mspti_cli", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **bad, "COLUMNS": "1000"},
+    )
+    assert "Settings (TORCH_MSPTI_* variables ignored)" in doctor.stdout, doctor.stdout
+    shown = [ln.strip() for ln in doctor.stdout.splitlines() if ln.strip().startswith("! TORCH_MSPTI_")]
+    assert len(shown) == 2, doctor.stdout
+    assert shown[0].endswith(BUFFER_RANGE) and "TORCH_MSPTI_PROFILER='bogus'" in shown[1], shown
 
 
 def test_library_path_is_fixed_once_a_library_is_loaded():

@@ -5,6 +5,9 @@ and ``drop_after_disable=1`` a Disable pulls nothing from the device and discard
 due afterwards (the behaviour of MSPTI generations before 26.1), so only polling FlushAll while the
 kinds are still enabled can collect them. The workload synchronises the device before the profile
 ends, so every kernel has run: after a balanced drain the kernel set must be exactly the launched one.
+
+Launches whose work makes no KERNEL record (collectives, runtime calls that launch nothing, kernels
+of a CANN that needs the preload) must not keep the drain waiting for its timeout.
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 import simrun
+from sim_support import require_simulator, result, run_checks
 from simrun import kernels
 
 from torch_mspti.check import check_trace
@@ -94,3 +100,92 @@ def test_auto_drain_with_a_260_library_polls_first_and_collects_late_kernels(tmp
     assert "msptiActivityIsEnabled" not in run.diagnostics["library"]["symbols"]["resolved"]
     drain = _assert_complete(run)
     assert drain["order"] == "poll_first"
+
+
+# ---------------------------------------------------------------------------------------------
+# Ids that never get a KERNEL record do not hold the drain (CorrelationLedger: only the launch
+# classes being collected are waited for)
+
+COLLECTIVE_WORKLOAD = """
+import ctypes
+comm = sim.msptiSimLaunchCommunication
+comm.restype = ctypes.c_uint64
+comm.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint64,
+                 ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_char_p]
+sim.msptiSimRuntimeCall.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
+sim.msptiSimRuntimeCall(b"aclrtSynchronizeDevice", 0)  # carries the previous session's id, or 0
+launch("Before")
+out.setdefault("collectives", []).append(
+    comm(b"hcom_allReduce__1_0_1", b"ring", b"group0", 4, 1024, 0, 6, 30000, None))
+sim.msptiSimRuntimeCall(b"aclrtSynchronizeStream", 0)  # carries the collective's id
+launch("After")
+sync()
+"""
+
+
+@pytest.mark.parametrize(
+    "order, communication",
+    [("disable_first", True), ("poll_first", True), ("disable_first", False)],
+    ids=["disable-first", "poll-first", "communication-not-collected"],
+)
+def test_collectives_and_runtime_calls_do_not_hold_the_drain(order, communication, tmp_path):
+    # api_records_per_launch: six runtime API records around each kernel launch, half of them
+    # with the previous launch's id, half sharing the new one (the CANN runtime's pattern)
+    run = simrun.run(
+        COLLECTIVE_WORKLOAD,
+        tmp_path,
+        profiles=2,
+        sim_options={"api_records_per_launch": 6},
+        config={"drain_order": order, "enable_communication": communication},
+    )
+    minted = [cid for cid in run.extra["collectives"] if cid]
+    assert len(minted) == (2 if communication else 0), run.extra  # the collective had an id of its own
+    for profile, trace in zip(run.profiles, run.traces, strict=True):
+        drain = profile["session"]["drain"]
+        assert drain["exit_reason"] == "balanced" and drain["pending_launches"] == 0, drain
+        names = Counter(k["name"] for k in kernels(trace))
+        expected = {"Before": 1, "After": 1} | ({"hcom_allReduce__1_0_1": 1} if communication else {})
+        assert names == Counter(expected), names
+        assert profile["session"]["warnings"] == [], profile["session"]["warnings"]
+    assert not run.doctor_warnings(), run.doctor_warnings()  # no "kernels missing", no timeout
+
+
+def test_collectives_of_the_simulated_device_do_not_hold_the_drain():
+    source = """
+    from torch.profiler import profile, ProfilerActivity
+    import torch_mspti
+    def check_collective():
+        x = torch.ones(4, device="npu")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+            for _ in range(3):
+                x = x + 1
+                stream = torch.ops.npu_sim.communication_stream(0)
+                torch.ops.npu_sim.launch_communication("hcom_allReduce__9_0_1", "ring", "world", 4, 4, 0, stream,
+                                                       20000, "")
+            torch.npu.synchronize()
+        s = torch_mspti.diagnostics(load_library=False).to_dict()["last_session"]
+        names = sorted(e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1
+                       and not e.is_user_annotation)
+        return {"drain": s["drain"], "warnings": s["warnings"], "communications": s["rows"]["communications"],
+                "names": names}
+    """
+    require_simulator()
+    v = result(run_checks(source, {"launch_mode": "direct"}), "collective")
+    assert v["drain"]["exit_reason"] == "balanced" and v["drain"]["pending_launches"] == 0, v["drain"]
+    assert v["communications"] == 3 and v["names"].count("hcom_allReduce__9_0_1") == 3, v
+    assert v["warnings"] == [], v["warnings"]
+
+
+def test_kernels_needing_the_preload_end_the_drain_at_once_and_the_warning_names_ld_preload(tmp_path):
+    # older CANN knows no device without libmspti in LD_PRELOAD: ids, external and API records, but
+    # never a KERNEL record (mspti.md 5.5; the simulator's kernels_need_preload)
+    run = simrun.run(WORKLOAD, tmp_path, sim_options={"kernels_need_preload": 1})
+    session = run.diagnostics["last_session"]
+    drain = session["drain"]
+    assert not kernels(run.trace) and session["records_by_kind"].get("KERNEL", 0) == 0
+    # disable_first: after Disable MSPTI holds all it will deliver; the first empty flush ends it
+    assert drain["order"] == "disable_first" and drain["exit_reason"] == "quiet", drain
+    assert drain["flushes"] <= 3, drain
+    warnings = run.doctor_warnings()
+    assert len(warnings) == 1, warnings
+    assert "no KERNEL record" in warnings[0] and "LD_PRELOAD" in warnings[0] and "9.1" in warnings[0], warnings

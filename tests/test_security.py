@@ -1,5 +1,6 @@
-"""Library search hygiene (issue 7, item 5): nothing is loaded from the current directory or a
-relative path; an explicit relative path is made absolute and reported.
+"""Library search hygiene: nothing is loaded from the current directory or a relative path; an
+explicit relative path is made absolute and reported; a path that is not UTF-8 reaches the trace,
+diagnostics() and `torch-mspti doctor` escaped, never as invalid JSON or an exception.
 
 Environment values are validated by tests/test_config.py (bad TORCH_MSPTI_* values are reported
 and ignored); the record walker's bounds (no read at or past validSize, checked under ASan) by
@@ -19,6 +20,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import simrun
+
+from torch_mspti.check import check_trace
 
 _PROBE = r"""
 import json
@@ -89,3 +92,77 @@ def test_explicit_relative_path_that_fails_names_both_forms(tmp_path):
     cand = [c for c in lib["candidates"] if c["source"] == "explicit"]
     assert len(cand) == 1 and cand[0]["path"] == str(tmp_path / "missing" / "libmspti.so"), cand
     assert "missing/libmspti.so" in lib["reason"], lib
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths that are not UTF-8 (a file system is a sequence of bytes)
+
+NOT_UTF8 = b"lib \xff\xfe dir"  # bytes no UTF-8 decoder accepts
+
+
+def _simulator_under_non_utf8_directory(tmp_path: Path) -> bytes:
+    directory = os.fsencode(tmp_path) + b"/" + NOT_UTF8
+    os.makedirs(directory)
+    shutil.copy(simrun._simulator_path(), os.fsdecode(directory + b"/libmspti.so"))
+    return directory
+
+
+def test_explicit_library_under_a_non_utf8_directory_gives_valid_json_and_diagnostics(tmp_path):
+    directory = _simulator_under_non_utf8_directory(tmp_path)
+    library = directory + b"/libmspti.so"
+    workload = f"""
+import ctypes, json, os
+lib = ctypes.CDLL(os.fsdecode({library!r}))  # the very library the plugin loaded
+lib.msptiSimLaunchKernel.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64]
+lib.msptiSimSynchronize.argtypes = [ctypes.c_int32]
+torch.ones(2) + 1  # an op, so the trace has a host process
+lib.msptiSimLaunchKernel(b"UnderBadBytes", b"KERNEL_AICORE", 0, 1, 20000)
+lib.msptiSimSynchronize(-1)
+d = torch_mspti.diagnostics()
+out["path"] = d.library.path
+out["json"] = json.loads(d.to_json())["library"]["path"]
+out["repr"] = repr(d)
+"""
+    run = simrun.run(workload, tmp_path / "run", library=os.fsdecode(library))
+    assert run.returncode == 0, run.stderr[-3000:]
+    # the trace is JSON (simrun parsed it) and names the path, each byte that is not UTF-8 as '?'
+    # (kineto turns every backslash of a metadata value into '/', so no escape survives there)
+    health = run.trace["torch_mspti"]
+    assert health["library"]["path"] == library.replace(b"\xff", b"?").replace(b"\xfe", b"?").decode(), health
+    assert [k["name"] for k in simrun.kernels(run.trace)] == ["UnderBadBytes"]
+    assert check_trace(run.trace).ok
+    # diagnostics(): str with surrogate escapes, os.fsencode gives the bytes back; to_json() and repr work
+    assert os.fsencode(run.extra["path"]) == library and os.fsencode(run.extra["json"]) == library
+    assert os.fsencode(run.diagnostics["library"]["path"]) == library
+    assert "UnderBadBytes" not in run.extra["repr"] and "library:" in run.extra["repr"]
+
+
+@pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
+def test_doctor_reports_a_library_found_in_a_non_utf8_ld_library_path_entry(json_output, tmp_path):
+    directory = _simulator_under_non_utf8_directory(tmp_path)
+    env = {os.fsencode(k): os.fsencode(v) for k, v in simrun.clean_environment().items()}
+    env[b"LD_LIBRARY_PATH"] = directory
+    env[b"PYTHONIOENCODING"] = b"utf-8"  # a strict stream: surrogates cannot be written as they are
+    env[b"COLUMNS"] = b"1000"  # one line per row
+    cmd = [sys.executable, "-m", "torch_mspti_cli", "doctor"] + (["--json"] if json_output else [])
+    proc = subprocess.run(cmd, capture_output=True, env=env, timeout=120)
+    out = proc.stdout.decode("utf-8")  # valid UTF-8, whatever the path
+    assert proc.returncode == 0, out + proc.stderr.decode(errors="backslashreplace")
+    if json_output:
+        lib = json.loads(out)["library"]
+        assert os.fsencode(lib["path"]) == directory + b"/libmspti.so" and lib["found_by"] == "LD_LIBRARY_PATH", lib
+    else:
+        assert "lib \\udcff\\udcfe dir/libmspti.so" in out, out  # escaped, never a crash
+        assert "OK: NPU collection is possible" in out
+
+
+def test_library_path_with_quotes_and_backslashes_gives_a_valid_trace(tmp_path):
+    directory = tmp_path / 'say "hi" \\ there'
+    directory.mkdir()
+    shutil.copy(simrun._simulator_path(), directory / "libmspti.so")
+    run = simrun.run("torch.ones(2) + 1\n", tmp_path / "run", library=str(directory / "libmspti.so"))
+    # simrun parsed the trace; the path reads as kineto writes names: ' for ", / for backslash
+    assert run.trace["torch_mspti"]["library"]["path"] == str(directory / "libmspti.so").replace('"', "'").replace(
+        "\\", "/"
+    )
+    assert run.diagnostics["library"]["path"] == str(directory / "libmspti.so")  # exact in diagnostics()

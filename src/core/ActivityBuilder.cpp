@@ -31,6 +31,9 @@ const std::string kCopyKind = "copy kind";
 const std::string kAsync = "async";
 const std::string kValue = "value";
 
+// What kineto's Chrome writer adds on each side of a GPU_USER_ANNOTATION, ns.
+constexpr int64_t kAnnotationWideningNs = 1;
+
 const char* copyKindShort(uint32_t kind) {
   switch (kind) {
     case MSPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
@@ -260,8 +263,9 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
     const auto& [node, device, stream] = key;
     auto& span = *buffer.activities.emplace_back(
         std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::GPU_USER_ANNOTATION, node->activity->name()));
-    span.startTime = range.first;
-    span.endTime = range.second;
+    // Narrowed by the 1 ns kineto's writer adds on each side (see the header).
+    span.startTime = range.first + kAnnotationWideningNs;
+    span.endTime = std::max(span.startTime, range.second - kAnnotationWideningNs);
     span.id = static_cast<int32_t>(node->id);
     span.device = device;
     span.resource = stream;

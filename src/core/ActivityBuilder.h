@@ -18,7 +18,11 @@
 //  * a GPU_USER_ANNOTATION span per (user range, device, stream) covering the rows launched inside
 //    the range, like kineto's CUDA spans (GenericActivityProfiler GpuUserEventMap): id = the
 //    range's correlation id, not linked, so torch credits it no op (pytorch#130730) and its
-//    is_user_annotation keeps it out of the key_averages totals.
+//    is_user_annotation keeps it out of the key_averages totals. kineto's Chrome writer widens
+//    every GPU_USER_ANNOTATION by 1 ns on each side (output_json.cpp handleActivity, kineto
+//    ce13b132), which would make the span overlap the rows that touch its first and last row on
+//    the lane; so the span is handed to kineto 1 ns narrower on each side and is written exactly
+//    over its rows (a span shorter than 2 ns cannot be narrowed and is written 2 ns long).
 // Activities are emplaced into the session's CpuTraceBuffer and logged by pointer; the buffer is
 // handed to kineto through getTraceBuffer(), which keeps them alive (kineto.md 1.5).
 // Thread-safety: none; kineto's processing thread.

@@ -238,9 +238,9 @@ void MsptiActivityProfilerSession::collect() {
   if (deps_.config.synchronizeDevices && deps_.synchronizeDevices) {
     // torch.profiler synchronises the current device only; kernels launched in the window on the
     // others may still be running, and MSPTI 26.1 discards what has not ended when it is disabled.
-    // Only devices in use are waited for (those with records here, and those the backend reports
-    // in use): touching an idle device would initialise it (aclrtSetDevice) on a machine with
-    // many NPUs.
+    // The devices this session has seen records from are named here; synchronizeDevices adds the
+    // ones the backend has initialised (device records arrive ~200 ms late, so a device whose
+    // kernels are still running has usually delivered none yet) and never touches an idle one.
     std::vector<int32_t> devices;
     for (uint32_t physical : store_->devicesSeen())
       devices.push_back(logicalDevice(physical, deps_.config.visibleDevices));
@@ -447,7 +447,7 @@ std::string MsptiActivityProfilerSession::preloadHint() const {
 
 std::string MsptiActivityProfilerSession::healthJson() const {
   const LibraryReport lib = deps_.libraryReport ? deps_.libraryReport() : LibraryReport{};
-  JsonWriter w;
+  JsonWriter w(JsonWriter::Target::kKinetoMetadata);  // kineto writes it into the trace as it is
   w.beginObject();
   w.beginObject("library")
       .value("available", lib.available)

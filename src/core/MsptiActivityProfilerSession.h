@@ -60,7 +60,8 @@ struct SessionDeps {
   CorrelationIds* ids = nullptr;
   // Highest MSPTI correlation id seen by finished sessions (records at or below belong to them).
   std::atomic<uint64_t>* staleBelow = nullptr;
-  // Waits until the given PrivateUse1 devices (logical indices) are idle (may be empty).
+  // Waits until the given PrivateUse1 devices (logical indices; the ones the session saw records
+  // from, possibly none) and any others the backend has already initialised are idle (may be empty).
   std::function<void(const std::vector<int32_t>&)> synchronizeDevices;
   // JSON objects (comma-joined) describing the logical devices given, for "deviceProperties"
   // (may be empty).

@@ -7,24 +7,8 @@
 namespace torch_mspti {
 
 std::string safeName(const char* raw) {
-  std::string key = raw ? std::string(raw, strnlen(raw, 4096)) : std::string();
-  for (size_t i = 0; i < key.size();) {
-    auto* p = reinterpret_cast<unsigned char*>(&key[i]);
-    if (*p >= 0x80) {
-      const size_t len = utf8SequenceLength(p, key.size() - i);
-      if (len == 0) {
-        *p = '?';  // not UTF-8: torch's strict decoding of names would fail
-        ++i;
-      } else {
-        i += len;
-      }
-      continue;
-    }
-    if (*p == '"') *p = '\'';
-    else if (*p == '\\') *p = '/';
-    else if (*p < 0x20 || *p == 0x7F) *p = ' ';
-    ++i;
-  }
+  std::string key;
+  if (raw) appendKinetoSafeText(key, std::string_view(raw, strnlen(raw, 4096)));
   return key.empty() ? std::string("unknown") : key;
 }
 

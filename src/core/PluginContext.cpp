@@ -76,22 +76,25 @@ SessionDeps PluginContext::sessionDeps() {
   return d;
 }
 
+namespace {
+
+bool initialised(c10::DeviceIndex d) {
+  try {
+    return at::isPrivateUse1HooksRegistered() && at::detail::getPrivateUse1Hooks().hasPrimaryContext(d);
+  } catch (...) {
+    return false;  // the default hooks throw for every query
+  }
+}
+
+}  // namespace
+
 void synchronizePrivateUse1Devices(const std::vector<int32_t>& devices) {
   constexpr auto kType = c10::DeviceType::PrivateUse1;
   if (!c10::impl::hasDeviceGuardImpl(kType)) return;
   const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(kType);
   const c10::DeviceIndex count = impl->deviceCount();
-  const bool hooks = at::isPrivateUse1HooksRegistered();
-  for (c10::DeviceIndex d = 0; d < count; ++d) {
-    bool used = std::find(devices.begin(), devices.end(), static_cast<int32_t>(d)) != devices.end();
-    if (!used && hooks) {
-      try {
-        used = at::detail::getPrivateUse1Hooks().hasPrimaryContext(d);
-      } catch (...) {  // a backend whose hooks do not implement it: only the devices given
-      }
-    }
-    if (used) impl->synchronizeDevice(d);
-  }
+  for (c10::DeviceIndex d = 0; d < count; ++d)
+    if (std::find(devices.begin(), devices.end(), d) != devices.end() || initialised(d)) impl->synchronizeDevice(d);
 }
 
 }  // namespace torch_mspti

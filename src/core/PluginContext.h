@@ -74,12 +74,12 @@ class PluginContext {
   DevicePropertiesProvider provider_;
 };
 
-// Waits until each given logical PrivateUse1 device, and every device the backend reports in use
-// (PrivateUse1HooksInterface::hasPrimaryContext: torch_npu answers whether the device's ACL
-// context exists, so an idle device is never initialised), is idle, through torch's device guard
-// (DeviceGuardImplInterface::synchronizeDevice, which torch_npu and the simulated device
-// implement). The given devices are those whose records arrived; a device whose only work is
-// still running has no record yet. No-op when no PrivateUse1 backend is registered.
+// Waits until each given logical PrivateUse1 device, and each device the backend reports as
+// initialised (PrivateUse1HooksInterface::hasPrimaryContext: torch_npu answers whether the device
+// has an ACL context, so an idle device is never initialised by this), is idle, through torch's
+// device guard (DeviceGuardImplInterface::synchronizeDevice, which torch_npu and the simulated
+// device implement). No-op when no PrivateUse1 backend is registered; a backend without hooks, or
+// whose hooks throw, gets the given devices only.
 void synchronizePrivateUse1Devices(const std::vector<int32_t>& devices);
 
 }  // namespace torch_mspti

@@ -115,7 +115,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _escape_unencodable_output() -> None:
+    # Paths need not be UTF-8 (they arrive surrogate-escaped from diagnostics); a stream that would
+    # refuse them (PYTHONIOENCODING=utf-8, a strict locale) writes them backslash-escaped instead
+    # of failing the command.
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _escape_unencodable_output()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -24,6 +24,16 @@ WARNINGS: dict[str, str] = {
     "links-ambiguous": "no device row is unlinked for want of API records while threads ran ops",
     "session-errors": "the health report lists no errors",
     "launches-pending": "no launch was still waiting for its kernel when the drain ended",
+    "records-dropped": "the health report counts no dropped record (duplicates aside: their first copy is kept)",
+}
+
+# What each "dropped" counter of the health report means for the trace (SessionCounters.h).
+DROPPED_MEANING: dict[str, str] = {
+    "out_of_window": "launched outside the profiling window",
+    "invalid_timing": "no timing (start = end = 0) or end before start",
+    "earlier_session": "records of an earlier session delivered late",
+    "after_collection": "completed after the session had finished collecting",
+    "orphan": "delivered while no session was collecting",
 }
 
 TASK_QUEUE_HINT = (
@@ -112,6 +122,17 @@ def check(
         )
     _link_warnings(kernels, linked, device_events, link_states, warning)
     if isinstance(health, dict):
+        dropped = health.get("dropped")
+        lost = {
+            k: v
+            for k, v in (dropped.items() if isinstance(dropped, dict) else ())
+            if k != "duplicates" and isinstance(v, int) and not isinstance(v, bool) and v > 0
+        }
+        if lost:
+            what = ", ".join(
+                f"{v} {k}" + (f" ({DROPPED_MEANING[k]})" if k in DROPPED_MEANING else "") for k, v in lost.items()
+            )
+            warning("records-dropped", f"{sum(lost.values())} MSPTI record(s) are not in this trace: {what}")
         pending = _health.pending_launches(health)
         if pending:
             drain = health.get("drain") or {}

@@ -28,7 +28,8 @@ EXCEED_MAX_PID = 5_000_000
 RULES: dict[str, str] = {
     "event-malformed": "every entry of traceEvents is an object with scalar pid, tid and id",
     "timestamp-not-numeric": "slices and flow events carry numeric, finite ts (and dur for slices)",
-    "duration-not-positive": "kernels, copies and launches last > 0 µs; no slice has a negative dur",
+    "duration-not-positive": "kernels, copies and launches last > 0 µs (device rows of 0 µs only as many as the "
+    "health report counts as zero_duration or repaired overlaps); no slice has a negative dur",
     "kernel-args": "kernels carry device, stream and correlation matching their pid/tid",
     "launch-args": "launch events carry correlation and no stream",
     "flow-duplicate-start": "each ac2g flow id starts once",
@@ -168,6 +169,8 @@ class Index:
     linked_kernels: int = 0
     link_states: Counter = field(default_factory=Counter)  # args.link of the device rows
     max_abs_ts: float = 0.0
+    # device rows of dur 0, judged against the health report by check_zero_length_rows
+    zero_length_rows: list[int] = field(default_factory=list)
 
 
 def _args(e: dict) -> dict:
@@ -220,8 +223,9 @@ def _index_slice(ix: Index, sink: Sink, i: int, e: dict) -> None:
         return
     ix.max_abs_ts = max(ix.max_abs_ts, abs(ts))
     pid, tid = e.get("pid"), e.get("tid")
-    timed = cat in DEVICE_CATS or cat == LAUNCH_CAT
-    if dur < 0 or (dur == 0 and timed):
+    if dur == 0 and cat in DEVICE_CATS:
+        ix.zero_length_rows.append(i)  # a task shorter than MSPTI's 1 ns, if the plugin says so
+    elif dur < 0 or (dur == 0 and cat == LAUNCH_CAT):
         sink.add("duration-not-positive", f"{cat} {e.get('name')!r} on pid {pid} tid {tid} has dur {dur!r}", i)
         if dur < 0:
             return
@@ -409,6 +413,26 @@ def check_stream_overlap(ix: Index, sink: Sink, tol: float) -> None:
                 )
             if end > last_end:
                 last_end, last_i = end, i
+
+
+def check_zero_length_rows(ix: Index, sink: Sink, health: dict | None) -> None:
+    """Device rows of dur 0 are MSPTI records with start = end != 0 (a task shorter than its 1 ns
+    resolution), which the plugin keeps and counts in ``repaired.zero_duration``, or rows its lane
+    repair moved to the end of the row they lay inside (``repaired.overlaps``): accepted up to
+    those counts, reported beyond them."""
+    repaired = health.get("repaired") if isinstance(health, dict) else None
+    counts = [repaired.get(k) for k in ("zero_duration", "overlaps")] if isinstance(repaired, dict) else []
+    allowed = sum(int(c) for c in counts if is_number(c) and c > 0)
+    if len(ix.zero_length_rows) <= allowed:
+        return
+    for i in ix.zero_length_rows:
+        e = ix.events[i]
+        sink.add(
+            "duration-not-positive",
+            f"{e.get('cat')} {e.get('name')!r} on pid {e.get('pid')} tid {e.get('tid')} has dur {e.get('dur')!r} "
+            f"({len(ix.zero_length_rows)} zero-length device rows; the health report accounts for {allowed})",
+            i,
+        )
 
 
 def check_launch_nesting(ix: Index, sink: Sink, tol: float) -> None:

@@ -186,6 +186,7 @@ def check_trace(
             f'trace-level "{_health.HEALTH_KEY}" is {type(health).__name__}, not a JSON object',
         )
         health = None
+    rules.check_zero_length_rows(ix, sink, health)
     warnings = rules.Sink(events, len(WARNINGS))
     _content_rules.check(
         events=len(events),

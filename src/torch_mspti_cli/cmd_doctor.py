@@ -233,6 +233,12 @@ def _render(out: Out, d: dict) -> None:
         ]
     )
 
+    env_errors = d.get("environment_errors") or []
+    if env_errors:
+        out.section("Settings (TORCH_MSPTI_* variables ignored)")
+        for e in env_errors:
+            out.para(f"! {e}", indent=4, first_indent=2, style="yellow")
+
     if sim.get("generations"):
         out.section("Simulator (no NPU needed)")
         out.rows(
