@@ -4,34 +4,6 @@
 
 namespace torch_mspti {
 
-namespace {
-
-// Walks `s`: well-formed UTF-8 sequences of two bytes or more are appended as they are; every
-// other byte (ASCII, or not part of a well-formed sequence) goes to byte(c, wellFormed).
-template <typename Byte>
-void appendUtf8(std::string& out, std::string_view s, Byte byte) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = p[i];
-    const size_t len = c >= 0x80 ? utf8SequenceLength(p + i, s.size() - i) : 1;
-    if (len > 1) out.append(s.data() + i, len);
-    else byte(c, len == 1);
-    i += len > 1 ? len : 1;
-  }
-}
-
-}  // namespace
-
-void appendKinetoSafeText(std::string& out, std::string_view s) {
-  appendUtf8(out, s, [&out](unsigned char c, bool wellFormed) {
-    if (!wellFormed) out += '?';
-    else if (c == '"') out += '\'';
-    else if (c == '\\') out += '/';
-    else if (c < 0x20 || c == 0x7F) out += ' ';
-    else out += static_cast<char>(c);
-  });
-}
-
 JsonWriter& JsonWriter::value(const char* key, std::string_view v) {
   prefix(key);
   quote(v);
@@ -98,7 +70,7 @@ void JsonWriter::quote(std::string_view s) {
     out_ += '"';
     return;
   }
-  appendUtf8(out_, s, [this](unsigned char c, bool wellFormed) {
+  forEachUtf8Byte(out_, s, [this](unsigned char c, bool wellFormed) {
     if (!wellFormed) {
       out_ += fmt::format("\\udc{:02x}", c);  // surrogateescape: the byte survives a round trip
       return;

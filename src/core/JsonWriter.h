@@ -26,10 +26,6 @@
 
 namespace torch_mspti {
 
-// Appends `s` in a form that needs no JSON escape and that kineto's writer keeps as it is (see
-// above): well-formed UTF-8 kept, '"' -> '\'', '\\' -> '/', control characters -> ' ', other bytes -> '?'.
-void appendKinetoSafeText(std::string& out, std::string_view s);
-
 class JsonWriter final : public ReportWriter {
  public:
   enum class Target { kJson, kKinetoMetadata };

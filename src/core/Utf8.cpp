@@ -33,4 +33,14 @@ bool isValidUtf8(std::string_view s) {
   return true;
 }
 
+void appendKinetoSafeText(std::string& out, std::string_view s) {
+  forEachUtf8Byte(out, s, [&out](unsigned char c, bool wellFormed) {
+    if (!wellFormed) out += '?';
+    else if (c == '"') out += '\'';
+    else if (c == '\\') out += '/';
+    else if (c < 0x20 || c == 0x7F) out += ' ';
+    else out += static_cast<char>(c);
+  });
+}
+
 }  // namespace torch_mspti
