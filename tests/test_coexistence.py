@@ -6,7 +6,7 @@ process by tests/simrun.py):
 
 * torch_npu's built-in MSPTI backend registering through the registry -- the branch its source
   prefers (`REGISTER_PRIVATEUSE1_PROFILER`); the 2.13.0 wheel registers straight with kineto instead
-  (test_torch_npu_coexistence.py). For torch_npu's backend the issue's rule holds: with auto or mspti
+  (test_torch_npu_coexistence.py). For torch_npu's backend the coexistence rule holds: with auto or mspti
   torch-mspti serves, in either load order;
 * another vendor's PrivateUse1 profiler (the same code under another name): auto leaves it in place,
   mspti replaces it, off registers nothing.

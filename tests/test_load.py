@@ -1,4 +1,4 @@
-"""Load and process-lifecycle robustness on the simulated MSPTI (issue 7, item 3).
+"""Load and process-lifecycle robustness on the simulated MSPTI.
 
 Each test runs its scenario in a fresh interpreter (a script of its own, or ``simrun``) with the
 simulator's delivery delay set to 0:

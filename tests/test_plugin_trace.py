@@ -1,6 +1,6 @@
 """End to end on the simulated MSPTI: kernels, lanes, ac2g arrows and prof.events() device time.
 
-One child process profiles a fixed workload (issue 2, item 6); every test reads its results. The
+One child process profiles a fixed workload; every test reads its results. The
 simulator's default Disable pulls every in-flight kernel record, and the workload synchronises
 before the profile ends, so after a balanced drain the kernel set is exact and tests compare it
 with what was launched.

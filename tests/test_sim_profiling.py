@@ -178,6 +178,6 @@ def test_demo_trace_passes_structural_checks(tmp_path):
     assert kernels and any("External id" in e.get("args", {}) for e in kernels)
     assert "linked" in proc.stdout
     # every device lane draws as one track: no kernels overlap, user-range spans enclose their rows (exact ns)
-    lanes = simrun.exact_slices(out)
+    lanes = simrun.exact_slices(tmp_path / "trace.json")
     assert any(e["cat"] == "gpu_user_annotation" for e in lanes)
     assert not simrun.lane_violations(lanes), simrun.lane_violations(lanes)[:3]
