@@ -602,3 +602,15 @@ def test_real_cpu_only_torch_trace_is_accepted(tmp_path):
     assert isinstance(report, CheckReport)
     assert report.ok, [p.message for p in report.problems]
     assert report.stats.kernels == 0 and report.stats.device_lanes == 0 and report.warnings == []
+
+
+def test_launches_on_a_process_without_ops_are_on_a_host_process():
+    # threads torch did not record (profile_all_threads off) launch with no cpu_op around: their
+    # launch events are the host side of the arrows, unlinked but valid
+    trace = make_trace()
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") != "cpu_op"]
+    for e in trace["traceEvents"]:
+        e.get("args", {}).pop("External id", None)
+    report = check_trace(trace)
+    assert "flow-start-not-on-host-slice" not in report.counts_by_rule, [p.message for p in report.problems]
+    assert any(e.get("cat") == "privateuse1_runtime" for e in trace["traceEvents"])

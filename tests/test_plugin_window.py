@@ -210,11 +210,15 @@ def test_early_starts_are_moved_to_the_previous_end_and_counted_with_the_largest
     assert check_trace(run.trace).ok
 
 
-def test_a_row_reported_before_its_predecessor_leaves_no_overlap_and_keeps_every_row(tmp_path):
-    # 30 µs early with 20 µs kernels: each early row starts before the row it follows, the worst
-    # case of the rule (sorted by start, a row inside the previous one becomes zero-length at its end)
-    run, _, repaired = _early_starts(tmp_path, 8, 30000)
-    assert repaired["overlaps"] >= 4 and repaired["max_shift_ns"] >= 30000, repaired
+def test_a_row_reported_before_its_predecessor_keeps_its_place_its_length_and_every_row(tmp_path):
+    # 30 µs early with 20 µs kernels: each early row is reported starting before the row it
+    # follows. The stream ran them in order, so the rows stay in launch order, back to back,
+    # 20 µs each: no device time moves from one row (and its op) to another.
+    run, rows, repaired = _early_starts(tmp_path, 8, 30000)
+    for a, b in zip(rows, rows[1:], strict=False):
+        assert b["start_ns"] == a["end_ns"], (a, b)
+    assert {r["end_ns"] - r["start_ns"] for r in rows} == {20000}, rows
+    assert repaired["overlaps"] == 4 and repaired["max_shift_ns"] == 30000, repaired
     report = check_trace(run.trace)  # rows emptied by the repair are accounted for in the report
     assert report.ok, report.to_dict()
 

@@ -141,3 +141,20 @@ def test_a_device_library_that_fails_to_load_leaves_the_backend_alone(tmp_path):
     assert "cannot load the simulated NPU" in r["error"]
     assert r["backend"] == "privateuseone" and r["enabled"] is False
     assert r["library_path"] == ""  # the plugin's library choice is restored too
+
+
+@pytest.mark.parametrize(("task_queue", "mode"), [("0", "direct"), ("1", "queued"), (None, "queued")])
+def test_default_launch_mode_follows_task_queue_enable_as_torch_npu_does(task_queue, mode):
+    code = """
+import os
+if os.environ.get("TEST_UNSET_TASK_QUEUE"):
+    del os.environ["TASK_QUEUE_ENABLE"]
+sim.enable()
+result['mode'] = sim.settings()["launch_mode"]
+"""
+    env = (
+        {"TEST_UNSET_TASK_QUEUE": "1", "TASK_QUEUE_ENABLE": "x"}
+        if task_queue is None
+        else {"TASK_QUEUE_ENABLE": task_queue}
+    )
+    assert _child(code, **env)["mode"] == mode

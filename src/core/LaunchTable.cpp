@@ -20,15 +20,16 @@ bool earlierSession(const DeviceRecord& r, const CorrelationLedger& ledger) {
   return !e || (!e->external && e->launchApi < 0);
 }
 
-// Moves rows so that none overlaps the previous one on its (device, stream) lane.
+// Moves row starts so that none overlaps the previous row (in order of ends) on its (device,
+// stream) lane (rule 5 in the header).
 void repairLanes(std::vector<DeviceRow>& rows, SessionCounters& c) {
   std::vector<uint32_t> order(rows.size());
   std::iota(order.begin(), order.end(), 0u);
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     const DeviceRow& x = rows[a];
     const DeviceRow& y = rows[b];
-    return std::tie(x.device, x.record.streamId, x.record.start, x.record.end) <
-           std::tie(y.device, y.record.streamId, y.record.start, y.record.end);
+    return std::tie(x.device, x.record.streamId, x.record.end, x.record.start) <
+           std::tie(y.device, y.record.streamId, y.record.end, y.record.start);
   });
   const DeviceRow* prev = nullptr;
   int64_t prevEnd = 0;

@@ -15,10 +15,13 @@
 //     [window start, window end] — where the device ran it does not matter, so a kernel launched
 //     before stop() and still running then is kept; without a trusted launch time, by the
 //     row's device start, up to `collectionEnd` (when MSPTI stopped recording launches);
-//  5. lanes: logical device from ASCEND_RT_VISIBLE_DEVICES; per (device, stream), sorted by
-//     start, a row that starts before the previous row's end starts at that end (a row wholly
-//     inside the previous one becomes zero-length at its end) — viewers such as Perfetto drop
-//     overlapping slices on one track (google/perfetto#4280).
+//  5. lanes: logical device from ASCEND_RT_VISIBLE_DEVICES; per (device, stream), rows in
+//     order of their end (a stream runs its tasks one after another, so their ends are in
+//     execution order, while a reported start can be early: mspti.md's early-start quirk, clock
+//     conversion), a row that starts before the previous row's end starts at that end (a row
+//     ending with the previous one becomes zero-length there) — viewers such as Perfetto drop
+//     overlapping slices on one track (google/perfetto#4280). Ordering by start instead would
+//     put an early row before the row it follows and move device time between ops.
 // Thread-safety: none; built once on the profiler thread.
 #pragma once
 

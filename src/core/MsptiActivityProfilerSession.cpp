@@ -301,12 +301,17 @@ void MsptiActivityProfilerSession::collect() {
                                      "records were lost (raise buffer_pool_cap or buffer_size)",
                                      counters_.buffersDeclined, deps_.config.bufferPoolCap));
   const uint64_t kernelRecords = store_->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL];
-  if (kernelRecords == 0 && drain.pendingLaunches > 0 && store_->knowsLaunches())
+  const bool preloaded =
+      libraryPreloaded(deps_.config, deps_.libraryReport ? deps_.libraryReport().path : std::string());
+  if (kernelRecords == 0 && drain.pendingLaunches > 0 && store_->knowsLaunches() && !preloaded)
+    // Two documented causes look alike here (mspti.md 5.5): kernels still running when MSPTI
+    // stopped, and a CANN that delivers kernels only with a process-start preload.
     warnOnce("no-kernels",
-             fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL record: CANN releases before 9.1 "
-                         "deliver kernels only when libmspti.so is preloaded at process start: run with "
-                         "LD_PRELOAD={}",
-                         drain.pendingLaunches, preloadHint()));
+             fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL record (drain: {}). Either the "
+                         "kernels were still running when MSPTI stopped (synchronize the device before stop, or "
+                         "raise drain_timeout_ms), or this CANN delivers kernels only when libmspti.so is "
+                         "preloaded at process start (releases before 9.1): run with LD_PRELOAD={}",
+                         drain.pendingLaunches, drain.exitReason, preloadHint()));
   else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0)
     warnOnce("timeout", fmt::format("torch-mspti: the drain timed out after {} ms with {} launches still without "
                                     "device records (raise drain_timeout_ms)",
@@ -367,10 +372,17 @@ void MsptiActivityProfilerSession::process(libkineto::ActivityLogger& logger,
     for (size_t i = 1; i < devices.size(); ++i) logger.handleDeviceInfo(lanes_.deviceInfo(devices[i]), startNs_);
     if (counters_.deviceRows > 0 && counters_.unlinkedNoOp * 2 > counters_.deviceRows)
       warnOnce("task-queue",
-               fmt::format("torch-mspti: {} of {} device rows were launched from threads that ran no op (torch_npu's "
-                           "task queue): they are shown on their launch thread's lane and credited to no op; set "
-                           "TASK_QUEUE_ENABLE=0 to get op attribution",
+               fmt::format("torch-mspti: {} of {} device rows were launched from threads that ran no op torch "
+                           "recorded: they are shown on their launch thread's lane and credited to no op. With "
+                           "torch_npu's task queue set TASK_QUEUE_ENABLE=0; for threads of your own, profile with "
+                           "experimental_config=torch._C._profiler._ExperimentalConfig(profile_all_threads=True)",
                            counters_.unlinkedNoOp, counters_.deviceRows));
+    if (counters_.linkedUnverified > 0 && counters_.unlinkedAmbiguous == 0)
+      warnOnce("unverified", fmt::format("torch-mspti: {} device rows are linked by MSPTI's hint alone (no API "
+                                         "records): right for launches from the op's own thread, wrong for launches "
+                                         "from a thread that runs no op (torch_npu's task queue, a housekeeping "
+                                         "thread); set enable_api_records=True to verify each link",
+                                         counters_.linkedUnverified));
     if (counters_.unlinkedAmbiguous > 0)
       warnOnce("ambiguous", fmt::format("torch-mspti: {} device rows are unlinked: without API records the op of a "
                                         "launch cannot be verified while several threads run ops (set "

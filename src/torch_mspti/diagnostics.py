@@ -33,7 +33,9 @@ from . import _C
 # what the session's link warnings (by key) say about a low linked ratio.
 _UNLINKED = ("no_op_on_thread", "clock_untrusted", "ambiguous", "no_record")
 _LINK_WARNINGS = {
-    "task-queue": "most rows came from threads that ran no op (a task queue): set TASK_QUEUE_ENABLE=0 for op links",
+    "task-queue": "most rows came from threads that ran no op torch recorded (a task queue: set TASK_QUEUE_ENABLE=0; "
+    "threads of your own: profile_all_threads=True)",
+    "unverified": "without API records links follow MSPTI's hint unchecked: set enable_api_records=True",
     "ambiguous": "without API records links cannot be verified while threads run ops: set enable_api_records=True",
     "clock": "MSPTI's API records are on an unknown host clock: no link could be verified",
 }

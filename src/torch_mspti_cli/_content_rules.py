@@ -43,7 +43,7 @@ TASK_QUEUE_HINT = (
 )
 # The plugin's unlinked link states (args.link of a device row) and what each means.
 UNLINKED_STATES = {
-    "no_op_on_thread": "launched from a thread that ran no op",
+    "no_op_on_thread": "launched from a thread that ran no op torch recorded",
     "clock_untrusted": "launch time on an unknown host clock",
     "ambiguous": "no API record while several threads ran ops",
     "no_record": "neither a launch record nor an op hint",
@@ -151,9 +151,10 @@ def _link_warnings(kernels: int, linked: int, rows: int, states: dict[str, int],
     if queue:
         warning(
             "launches-without-op",
-            f"{no_op} of {rows} device rows were launched from threads that ran no op (a task queue: "
-            "torch_npu's TASK_QUEUE_ENABLE=1, the simulator's queued mode): they are on their launch "
-            "thread's lane and credited to no op; profile with TASK_QUEUE_ENABLE=0 for arrows and per-op device time",
+            f"{no_op} of {rows} device rows were launched from threads that ran no op torch recorded: they are "
+            "on their launch thread's lane and credited to no op. For a task queue (torch_npu's "
+            "TASK_QUEUE_ENABLE=1, the simulator's queued mode) profile with TASK_QUEUE_ENABLE=0; for threads of "
+            "your own, with profile_all_threads=True in torch.profiler's experimental_config",
         )
     if ambiguous:
         warning(

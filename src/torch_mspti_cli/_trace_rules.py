@@ -160,6 +160,7 @@ class Index:
     starts: dict[tuple, list[int]] = field(default_factory=lambda: defaultdict(list))
     ends: dict[tuple, list[int]] = field(default_factory=lambda: defaultdict(list))
     host_pids: set = field(default_factory=set)
+    launch_pids: set = field(default_factory=set)  # processes with launch events (host processes too)
     device_pids: set = field(default_factory=set)
     process_names: dict = field(default_factory=dict)
     process_labels: dict = field(default_factory=dict)
@@ -248,6 +249,7 @@ def _index_slice(ix: Index, sink: Sink, i: int, e: dict) -> None:
         ix.op_slices[lane].append(item)
     elif cat == LAUNCH_CAT:
         ix.launches.append(i)
+        ix.launch_pids.add(pid)
         if "stream" in args:
             sink.add(
                 "launch-args",
@@ -291,7 +293,9 @@ def _index_metadata(ix: Index, e: dict) -> None:
 def check_flows(ix: Index, sink: Sink, tol: float) -> int:
     """Pairing, direction and placement of ac2g arrows. Returns the number of distinct starts."""
     ev = ix.events
-    host = {lane: Lane(items) for lane, items in ix.slices.items() if lane[0] in ix.host_pids}
+    # A process with launches but no op (threads torch did not record) is a host process as well.
+    host_pids = ix.host_pids | (ix.launch_pids - ix.device_pids)
+    host = {lane: Lane(items) for lane, items in ix.slices.items() if lane[0] in host_pids}
     dev = {lane: Lane(items) for lane, items in ix.device_slices.items()}
 
     def bind(i: int, lanes: dict, pids: set) -> int | None:
@@ -312,12 +316,12 @@ def check_flows(ix: Index, sink: Sink, tol: float) -> int:
         s_slice = None
         for si in starts:
             s = ev[si]
-            b = bind(si, host, ix.host_pids)
+            b = bind(si, host, host_pids)
             if b is None:
                 why = (
                     "no host slice is open there"
-                    if s.get("pid") in ix.host_pids
-                    else f"pid {s.get('pid')!r} is not a host (cpu_op) process"
+                    if s.get("pid") in host_pids
+                    else f"pid {s.get('pid')!r} is not a host process"
                 )
                 sink.add(
                     "flow-start-not-on-host-slice",

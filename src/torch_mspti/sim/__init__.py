@@ -11,6 +11,7 @@ Launch modes, as torch_npu has them:
 
 * ``"queued"`` (default): an op enqueues its launch and returns; a worker thread launches it a
   little later, as torch_npu's task queue does (``TASK_QUEUE_ENABLE=1`` is torch_npu's default).
+  As with torch_npu, ``TASK_QUEUE_ENABLE=0`` in the environment makes ``"direct"`` the default.
   MSPTI then tags the launch with whatever op is current when the worker launches, which is the
   case the profiler has to handle on real hardware, so it is the default here too.
 * ``"direct"``: the op launches on its own thread, inside the op (``TASK_QUEUE_ENABLE=0``).
@@ -164,7 +165,7 @@ def _simulator_for_plugin() -> str:
 
 def enable(
     device_count: int = 2,
-    launch_mode: str = "queued",
+    launch_mode: str | None = None,
     *,
     duration_scale: float = 1.0,
     min_duration_ns: int = 2000,
@@ -175,7 +176,9 @@ def enable(
     """Turn this process's PrivateUse1 backend into a simulated NPU named ``npu``.
 
     device_count: number of simulated devices (npu:0 ... npu:N-1), in [1, 16].
-    launch_mode: ``"queued"`` (torch_npu's task queue, the default) or ``"direct"``.
+    launch_mode: ``"queued"`` (torch_npu's task queue) or ``"direct"``; None (the default) reads
+        ``TASK_QUEUE_ENABLE`` as torch_npu does: ``"0"`` gives ``"direct"``, anything else
+        (or unset) ``"queued"``.
     duration_scale / min_duration_ns: a kernel lasts max(measured host compute time * scale,
         min_duration_ns); fixed_duration_ns > 0 gives every kernel that duration instead.
     queue_pickup_us: queued mode, delay between an op's enqueue and the worker's launch.
@@ -195,6 +198,8 @@ def enable(
     nothing; other settings raise RuntimeError. Thread-safe.
     """
     global _settings
+    if launch_mode is None:
+        launch_mode = "direct" if os.environ.get("TASK_QUEUE_ENABLE", "").strip() == "0" else "queued"
     wanted = _validated(
         {
             "device_count": device_count,

@@ -111,14 +111,17 @@ TEST(LaunchTable, EarlierSessionsRecordsAreDropped) {
   EXPECT_EQ(r.table.launches[2].correlationId, 25u);
 }
 
-TEST(LaunchTable, OverlappingRowsOfAStreamAreRepaired) {
+TEST(LaunchTable, OverlappingRowsOfAStreamAreRepairedInOrderOfTheirEnds) {
+  // A stream runs its tasks one after another: ends are in execution order, a start may be early.
   RecordBuilder b;
   launch(b, 1, 1100, {{1200, 1300}});
-  launch(b, 2, 1110, {{1250, 1400}});                // starts 50 ns before the previous row's end
-  launch(b, 3, 1120, {{1310, 1350}});                // wholly inside the previous row: zero length at its end
+  launch(b, 2, 1110, {{1250, 1400}});                // starts 50 ns before row 1's end (and before row 3's)
+  launch(b, 3, 1120, {{1310, 1350}});                // ends before row 2: ran before it
   launch(b, 4, 1130, {{1250, 1260}}, /*stream=*/2);  // another stream: untouched
+  launch(b, 5, 1140, {{1500, 1600}});
+  launch(b, 6, 1150, {{1450, 1700}});  // reported 150 ns early, before row 5 starts: stays after row 5
   const Built r = build(b);
-  ASSERT_EQ(r.table.rows.size(), 4u);
+  ASSERT_EQ(r.table.rows.size(), 6u);
   auto row = [&](uint64_t id) -> const DeviceRecord& {
     for (const auto& x : r.table.rows)
       if (x.record.correlationId == id) return x.record;
@@ -126,13 +129,17 @@ TEST(LaunchTable, OverlappingRowsOfAStreamAreRepaired) {
   };
   EXPECT_EQ(row(1).start, T + 1200);
   EXPECT_EQ(row(1).end, T + 1300);
-  EXPECT_EQ(row(2).start, T + 1300);
+  EXPECT_EQ(row(3).start, T + 1310);
+  EXPECT_EQ(row(3).end, T + 1350);
+  EXPECT_EQ(row(2).start, T + 1350);
   EXPECT_EQ(row(2).end, T + 1400);
-  EXPECT_EQ(row(3).start, T + 1400);
-  EXPECT_EQ(row(3).end, T + 1400);
   EXPECT_EQ(row(4).start, T + 1250);
+  EXPECT_EQ(row(5).start, T + 1500);
+  EXPECT_EQ(row(5).end, T + 1600);
+  EXPECT_EQ(row(6).start, T + 1600);  // keeps its place after row 5, and the time it really ran
+  EXPECT_EQ(row(6).end, T + 1700);
   EXPECT_EQ(r.counters.overlapRepairs, 2u);
-  EXPECT_EQ(r.counters.maxOverlapShiftNs, 90u);  // row 3: 1310 -> 1400
+  EXPECT_EQ(r.counters.maxOverlapShiftNs, 150u);  // row 6: 1450 -> 1600
   // No two rows of a lane overlap afterwards.
   for (const auto& a : r.table.rows)
     for (const auto& c : r.table.rows)

@@ -32,7 +32,7 @@ struct Pool {
   }
   // Completes `b` with `records` copied in.
   void complete(uint8_t* b, const RecordBuilder& records, size_t size = kBytes) {
-    std::memcpy(b, records.data(), records.size());
+    if (records.size() > 0) std::memcpy(b, records.data(), records.size());
     pool.complete(b, size, records.size());
   }
   std::shared_ptr<RecordStore> store = std::make_shared<RecordStore>(0);

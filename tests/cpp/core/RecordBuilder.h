@@ -118,6 +118,7 @@ class RecordBuilder {
 
   // Appends `other`'s records.
   RecordBuilder& append(const RecordBuilder& other) {
+    if (other.size() == 0) return *this;  // memcpy from/to an empty vector's null data is UB
     const size_t at = grow(0, other.size());
     std::memcpy(bytes() + at, other.data(), other.size());
     return *this;
