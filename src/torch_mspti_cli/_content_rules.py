@@ -37,9 +37,9 @@ DROPPED_MEANING: dict[str, str] = {
 }
 
 TASK_QUEUE_HINT = (
-    "kernels launched from a task-queue thread (torch_npu's TASK_QUEUE_ENABLE=1, the simulator's "
-    "queued mode) cannot be linked to their ops; profile with TASK_QUEUE_ENABLE=0 for arrows and "
-    "per-op device time"
+    "kernels launched from threads that ran no op torch recorded cannot be linked to their ops: for a "
+    "task-queue thread (torch_npu's TASK_QUEUE_ENABLE=1, the simulator's queued mode) profile with "
+    "TASK_QUEUE_ENABLE=0, for threads of your own with profile_all_threads=True, for arrows and per-op device time"
 )
 # The plugin's unlinked link states (args.link of a device row) and what each means.
 UNLINKED_STATES = {
