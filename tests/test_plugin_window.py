@@ -155,8 +155,13 @@ def test_launches_after_stop_are_dropped_counted_warned_once_and_reported_by_che
     assert in_trace >= before, (in_trace, before)  # every launch that surely lies in the window is kept
     out_of_window = s["dropped"]["out_of_window"]
     assert out_of_window > 0, s
-    # nothing lost silently: each launch that got an id is a row, a counted drop, or a pending launch
-    assert in_trace + out_of_window + s["drain"]["pending_launches"] == len(minted), (in_trace, s)
+    # nothing lost silently: each launch that got an id is a row, a counted drop, or a pending launch.
+    # A launch between start()'s Enable(KERNEL) and Enable(API) has a kernel record and no launch
+    # record, below the session's first own id: it is counted as an earlier session's record.
+    edge_launches = s["dropped"]["earlier_session"]
+    assert edge_launches <= 2, s["dropped"]
+    accounted = in_trace + out_of_window + s["drain"]["pending_launches"] + edge_launches
+    assert accounted == len(minted), (in_trace, s)
     assert _names(v["trace"])["Mul"] == 2
     # the health report in the trace carries the count
     health = json.loads(Path(v["trace"]).read_text())["torch_mspti"]
