@@ -291,3 +291,19 @@ def test_recipe_renders_for_both_linux_platforms():
     assert "linux-64: 3 variant(s)" in proc.stdout
     assert "linux-aarch64: 3 variant(s)" in proc.stdout
     assert "osx-arm64: 0 variant(s)" in proc.stdout
+
+
+def test_every_test_named_by_a_ci_script_exists():
+    # a renamed test would leave a CI stage collecting nothing (pytest exit 5)
+    import ast
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    named = set()
+    for script in (root / "ci").glob("*.sh"):
+        named |= set(re.findall(r"(tests/[\w/]+\.py)::(\w+)", script.read_text()))
+    assert named, "no test node ids found in ci/*.sh"
+    for path, name in sorted(named):
+        tree = ast.parse((root / path).read_text())
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert name in defined, f"{path}::{name} (named in ci/) does not exist"
