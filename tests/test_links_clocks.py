@@ -65,13 +65,13 @@ def test_a_device_clock_offset_and_drift_keep_rows_on_their_lanes_and_ops(offset
     assert session["repaired"]["device_before_launch"] == (0 if offset_ns > 0 else calls), session["repaired"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a device clock behind the host leaves each arrow pointing back in time (flow-backwards): the "
-    "plugin counts device_before_launch but does not align the device clock to the launches",
-)
-def test_a_device_clock_behind_the_host_gives_a_trace_that_passes_the_checker(tmp_path):
+def test_a_device_clock_behind_the_host_is_reported_by_the_checker_row_by_row(tmp_path):
+    # Not corrected (README fault table): nothing in the records tells a clock offset from a queue
+    # delay. What must hold is that nothing hides it: every row that starts before its launch is
+    # counted in the health report and is a backward arrow for `torch-mspti check`, and nothing else.
     offset_ns, drift_ppm = DEVICE_CLOCKS[1]
     run = _run(tmp_path, {"device_clock_offset_ns": offset_ns, "device_clock_drift_ppm": drift_ppm})
+    counted = run.trace["torch_mspti"]["repaired"]["device_before_launch"]
+    assert counted == sum(run.extra["calls"].values()), run.trace["torch_mspti"]["repaired"]
     report = check_trace(run.trace)
-    assert report.ok, report.counts_by_rule
+    assert report.counts_by_rule == {"flow-backwards": counted}, report.counts_by_rule

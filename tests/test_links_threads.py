@@ -144,7 +144,9 @@ sync()
     strict=True,
     reason="without API records nothing tells which thread launched a kernel: a launch from a thread that "
     "runs no op (torch_npu's task queue) takes the hint of the op open on the op thread at that moment and is "
-    "linked 'unverified' to it, with no warning (one thread ran ops, so the push/pop stream shows no interleave)",
+    "linked 'unverified' to it (one thread ran ops, so the push/pop stream shows no interleave); the session "
+    "warns that hints went unchecked and names enable_api_records; with API records (the default) such "
+    "launches are no_op_on_thread, credited to no op (test_links_launch_threads.py)",
 )
 def test_without_api_records_launches_from_a_task_queue_are_never_linked_to_the_wrong_op(tmp_path):
     # The launcher launches 150 us after the op enqueued the call: while the next op is open.
