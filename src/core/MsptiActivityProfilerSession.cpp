@@ -122,9 +122,7 @@ bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
   const msptiResult res = MsptiActivityApi(*fns_).enable(kind);
   std::string note;
   const bool copies = kind == MSPTI_ACTIVITY_KIND_MEMCPY || kind == MSPTI_ACTIVITY_KIND_MEMSET;
-  const bool preloaded =
-      copies && libraryPreloaded(deps_.config, deps_.libraryReport ? deps_.libraryReport().path : std::string());
-  if (res == MSPTI_ERROR_WITHOUT_LD_PRELOAD || (res == MSPTI_SUCCESS && copies && !preloaded))
+  if (res == MSPTI_ERROR_WITHOUT_LD_PRELOAD || (res == MSPTI_SUCCESS && copies && !libraryIsPreloaded()))
     note = fmt::format(
         "{} records need libmspti.so in LD_PRELOAD from process start (MSPTI 26.x intercepts memory calls "
         "only then): run with LD_PRELOAD={}",
@@ -301,9 +299,7 @@ void MsptiActivityProfilerSession::collect() {
                                      "records were lost (raise buffer_pool_cap or buffer_size)",
                                      counters_.buffersDeclined, deps_.config.bufferPoolCap));
   const uint64_t kernelRecords = store_->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL];
-  const bool preloaded =
-      libraryPreloaded(deps_.config, deps_.libraryReport ? deps_.libraryReport().path : std::string());
-  if (kernelRecords == 0 && drain.pendingLaunches > 0 && store_->knowsLaunches() && !preloaded)
+  if (kernelRecords == 0 && drain.pendingLaunches > 0 && store_->knowsLaunches() && !libraryIsPreloaded())
     // Two documented causes look alike here (mspti.md 5.5): kernels still running when MSPTI
     // stopped, and a CANN that delivers kernels only with a process-start preload.
     warnOnce("no-kernels",
@@ -452,9 +448,15 @@ SessionReport MsptiActivityProfilerSession::report() const {
   return r;
 }
 
+std::string MsptiActivityProfilerSession::libraryPath() const {
+  return deps_.libraryReport ? deps_.libraryReport().path : std::string();
+}
+
+bool MsptiActivityProfilerSession::libraryIsPreloaded() const { return libraryPreloaded(deps_.config, libraryPath()); }
+
 std::string MsptiActivityProfilerSession::preloadHint() const {
-  const LibraryReport lib = deps_.libraryReport ? deps_.libraryReport() : LibraryReport{};
-  return lib.path.empty() ? std::string("<CANN>/lib64/libmspti.so") : lib.path;
+  const std::string path = libraryPath();
+  return path.empty() ? std::string("<CANN>/lib64/libmspti.so") : path;
 }
 
 std::string MsptiActivityProfilerSession::healthJson() const {

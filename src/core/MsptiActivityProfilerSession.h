@@ -112,6 +112,9 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::string healthJson() const;
 
  private:
+  // The loaded library's path ("" when none is reported), and whether LD_PRELOAD names it.
+  std::string libraryPath() const;
+  bool libraryIsPreloaded() const;
   // The library to name in an LD_PRELOAD fix: the loaded one, else CANN's usual place.
   std::string preloadHint() const;
   bool subscribe();                  // constructor's body
