@@ -270,6 +270,19 @@ def fig_drain(d: dict[str, Any], f: Figures) -> None:
                     f"lost {lostp}; baseline {sb['median']:.0f} ms, lost {lostb}{floor_note}",
                 )
                 f.add("B2", f"stop / baseline, {label}", ratio, "x", "<= 0.5", le(ratio, 0.5))
+            elif variant == "nopull_isenabled":
+                # the drain waits for every late record, so its floor is the delivery delay; the
+                # rule allows it two poll intervals more (issue: "stop <= delay + 2 poll intervals")
+                bound = d["params"]["delivery_delay_ms"] + 2 * d["params"].get("poll_interval_ms", 5)
+                f.add(
+                    "B2",
+                    f"stop() ms, {label} (disable_first)",
+                    sp,
+                    "ms",
+                    f"<= delay + 2 polls ({bound:g})",
+                    le(sp, bound),
+                    f"lost {lostp}; baseline {sb['median']:.0f} ms, lost {lostb} of {int(n):,}",
+                )
             else:
                 f.add(
                     "B2",

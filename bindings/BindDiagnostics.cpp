@@ -189,6 +189,8 @@ void bindDiagnostics(nb::module_& m) {
   nb::class_<DrainStats>(m, "DrainStats", "How stop() got the last records out of MSPTI (times in ms).")
       .def_ro("order", &DrainStats::order)
       .def_ro("exit_reason", &DrainStats::exitReason)
+      .def_ro("evidence", &DrainStats::evidence)
+      .def_ro("reenabled", &DrainStats::reenabled)
       .def_ro("flushes", &DrainStats::flushes)
       .def_ro("ms", &DrainStats::ms)
       .def_ro("synchronize_ms", &DrainStats::synchronizeMs)

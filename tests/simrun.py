@@ -335,6 +335,7 @@ def run(
     experimental_config: dict[str, Any] | None = None,
     record_shapes: bool = False,
     peer: tuple[Any, str] | None = None,
+    preload: bool = False,
 ) -> SimResult:
     """Run ``workload`` in a fresh interpreter; see the module docstring.
 
@@ -348,6 +349,8 @@ def run(
     ``torch._C._profiler._ExperimentalConfig`` (e.g. ``profile_all_threads=True``). ``record_shapes``:
     ``profile(record_shapes=True)`` (ops then carry their scalar arguments in "Concrete Inputs"). ``activities``: names ("CPU", "PrivateUse1") for every profile, or one
     such list per profile. ``check``: raise when the child fails or the workload raises.
+    ``preload``: start the child with the simulator library in ``LD_PRELOAD`` (the libraries before
+    26.0 know a device, and so deliver kernels, only then; copies need it on every generation).
     """
     out_dir = Path(tmp_path)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -360,6 +363,8 @@ def run(
             child_env["TORCH_MSPTI_LIBRARY"] = _simulator_path(generation)
     elif library is not None:
         child_env["TORCH_MSPTI_LIBRARY"] = library
+    if preload:
+        child_env["LD_PRELOAD"] = ":".join(p for p in (sanitizer_preload(), _simulator_path(generation)) if p)
     run_library = library
     if peer is not None:
         import npu_peer

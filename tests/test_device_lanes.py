@@ -311,7 +311,7 @@ def test_a_collective_is_a_row_where_the_kind_exists_and_holds_nothing_where_not
     require_simulator()
     import simrun
 
-    run = simrun.run(COLLECTIVE, tmp_path, generation=generation, delay_ns=100_000_000)
+    run = simrun.run(COLLECTIVE, tmp_path, generation=generation, delay_ns=100_000_000, preload=generation == "8.1")
     has_kind = generation == "26.1"
     rows = simrun.kernels(run.trace)
     assert sorted(r["name"] for r in rows if r["name"] in ("Before", "After")) == ["After", "Before"], rows

@@ -466,14 +466,15 @@ def test_stop_with_kernels_still_running_is_bounded_and_reports_the_launches_los
         """,
     )
     d = out["first_session"]["drain"]
-    # MSPTI 26.1 discards kernels that have not ended when it is disabled: the drain does not wait
-    # for them (bounded by drain_timeout_ms, not by the kernels: the first long one ends at ~800 ms)
-    # and says how many launches it lost.
-    assert d["exit_reason"] == "quiet" and d["pending_launches"] == 4, d
+    # The long kernels hold the drain until drain_timeout_ms (the kinds enabled again, since 26.1
+    # discards what has not ended when it is disabled), not until they end (~800 ms): stop() is
+    # bounded, and says how many launches it gave up on and why.
+    assert d["exit_reason"] == "timeout" and d["pending_launches"] == 4 and d["reenabled"], d
     assert d["ms"] < 500 and out["stop_s"] < 0.75, (d, out["stop_s"])
     assert out["first"] == ["short"]
     warnings = _warnings(stderr)
-    assert len(warnings) == 1 and "4 launches of this session never delivered device records" in warnings[0], warnings
+    assert len(warnings) == 1 and "4 launches still had no device record" in warnings[0], warnings
+    assert "drain_timeout_ms=100" in warnings[0], warnings
     # the next session is clean: the late kernels went with the old subscription (counted as dropped)
     assert out["second"] == ["next"]
     assert out["second_session"]["drain"]["exit_reason"] == "balanced" and out["second_session"]["errors"] == []

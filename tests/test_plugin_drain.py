@@ -176,16 +176,162 @@ def test_collectives_of_the_simulated_device_do_not_hold_the_drain():
     assert v["warnings"] == [], v["warnings"]
 
 
-def test_kernels_needing_the_preload_end_the_drain_at_once_and_the_warning_names_ld_preload(tmp_path):
-    # older CANN knows no device without libmspti in LD_PRELOAD: ids, external and API records, but
-    # never a KERNEL record (mspti.md 5.5; the simulator's kernels_need_preload)
-    run = simrun.run(WORKLOAD, tmp_path, sim_options={"kernels_need_preload": 1})
+@pytest.mark.parametrize("order", ["poll_first", "disable_first"])
+def test_kernels_needing_the_preload_end_the_drain_at_once_and_the_warning_names_ld_preload(order, tmp_path):
+    # A library before 26.0 knows a device only through the preloaded library's aclrtSetDevice
+    # (mspti.md 5.5; the 8.x simulators default to kernels_need_preload=1): ids, external and API
+    # records, never a KERNEL record. That is evidence that no row can come: no wait.
+    run = simrun.run(WORKLOAD, tmp_path, generation="8.2", config={"drain_order": order})
     session = run.diagnostics["last_session"]
     drain = session["drain"]
     assert not kernels(run.trace) and session["records_by_kind"].get("KERNEL", 0) == 0
-    # disable_first: after Disable MSPTI holds all it will deliver; the first empty flush ends it
-    assert drain["order"] == "disable_first" and drain["exit_reason"] == "quiet", drain
-    assert drain["flushes"] <= 3, drain
+    assert drain["order"] == order and drain["exit_reason"] == "no_row_can_come", drain
+    assert drain["evidence"] == "kernels_need_preload" and drain["pending_launches"] == len(run.launched), drain
+    assert drain["flushes"] == 3, drain  # the one that found no kernel, Disable's, Unsubscribe's
     warnings = run.doctor_warnings()
     assert len(warnings) == 1, warnings
-    assert "no KERNEL record" in warnings[0] and "LD_PRELOAD" in warnings[0] and "9.1" in warnings[0], warnings
+    assert "no KERNEL" in warnings[0] and "LD_PRELOAD" in warnings[0] and "9.1" in warnings[0], warnings
+    assert "predates 26.0" in warnings[0], warnings
+
+
+def test_the_same_library_preloaded_is_waited_for_and_loses_nothing(tmp_path):
+    # the evidence is the missing preload, not the generation: preloaded, 8.2 delivers every kernel
+    run = simrun.run(WORKLOAD, tmp_path, generation="8.2", delay_ns=LATE_DELAY_NS, preload=True)
+    drain = _assert_complete(run)
+    assert drain["evidence"] == "" and drain["order"] == "poll_first", drain
+
+
+def test_a_26_library_without_kernel_records_is_waited_for_until_the_timeout(tmp_path):
+    # From 26.0 a device is known without the preload (libprofapi's device callback): no evidence,
+    # so the launches hold the drain to drain_timeout_ms, and the warning names both causes.
+    run = simrun.run(WORKLOAD, tmp_path, sim_options={"kernels_need_preload": 1}, config={"drain_timeout_ms": 300})
+    session = run.diagnostics["last_session"]
+    drain = session["drain"]
+    assert not kernels(run.trace)
+    assert drain["exit_reason"] == "timeout" and drain["evidence"] == "", drain
+    assert drain["pending_launches"] == len(run.launched), drain
+    (warning,) = run.doctor_warnings()
+    assert "no KERNEL record within drain_timeout_ms=300" in warning and "LD_PRELOAD" in warning, warning
+
+
+# ---------------------------------------------------------------------------------------------
+# A launch the session saw holds the drain until its row arrives (issue: the drain gave up on
+# launches it knew were pending when Disable pulled nothing)
+
+LATE_WORKLOAD = """
+for i in range(20):
+    launch({"name": f"Late_{i}", "stream": 1 + i % 3})
+launch({"name": "LateTriple", "count": 3, "stream": 4})
+launch_bare({"name": "LateBare", "stream": 5})
+launch_bare({"name": "LateBare2", "stream": 5})
+sync()
+out["stats_at_exit"] = sim_stats()
+"""
+
+
+@pytest.mark.parametrize("order", ["auto", "poll_first"])
+def test_an_is_enabled_library_whose_disable_pulls_nothing_loses_no_late_kernel(order, tmp_path):
+    # msptiActivityIsEnabled exists (auto picks disable_first), but Disable pulls nothing from the
+    # driver (every library before 26.1, or a 26.1 with a slow driver): the records keep coming
+    # ~200 ms after their kernels ended. Every one of the 23 launches must reach the trace.
+    config = {} if order == "auto" else {"drain_order": order}
+    run = simrun.run(
+        LATE_WORKLOAD,
+        tmp_path,
+        delay_ns=LATE_DELAY_NS,
+        sim_options={"disable_pulls": 0, "drop_after_disable": 0},
+        config=config,
+    )
+    drain = _assert_complete(run)
+    assert drain["order"] == ("disable_first" if order == "auto" else "poll_first"), drain
+    assert len(run.launched) == 23
+    # the records were still on their way when the profile ended, and came during the drain
+    assert run.extra["stats_at_exit"]["records_pending"] >= 20, run.extra
+    assert drain["records_during_drain"] >= 20, drain
+    # the drain waited for them, not for the timeout: it ended balanced, with the kinds enabled
+    # again (disable_first) so that a library that discards records of disabled kinds keeps them
+    assert drain["reenabled"] is (order == "auto"), drain
+    assert run.sim_stats_after["records_dropped"] == 0, run.sim_stats_after
+
+
+@pytest.mark.parametrize("order", ["auto", "poll_first"])
+def test_a_library_that_discards_after_disable_keeps_records_of_work_still_running(order, tmp_path):
+    # 26.1's Disable pulls what has ended and stops its parser: a kernel still running then (a
+    # device torch.profiler did not synchronise) would be lost. The drain enables the kinds again
+    # (disable_first) or polls before Disable (poll_first) until its row arrives.
+    workload = """
+torch.npu.synchronize = lambda *a, **k: None
+launch({"name": "Short0", "device": 0})
+launch({"name": "Long1", "device": 1, "dur_ns": 300_000_000})
+"""
+    config = {"synchronize_devices": False} | ({} if order == "auto" else {"drain_order": order})
+    run = simrun.run(workload, tmp_path, delay_ns=LATE_DELAY_NS, config=config)
+    session = run.diagnostics["last_session"]
+    drain = session["drain"]
+    assert Counter(k["name"] for k in kernels(run.trace)) == Counter({"Short0": 1, "Long1": 1}), drain
+    assert drain["exit_reason"] == "balanced" and drain["pending_launches"] == 0, drain
+    assert drain["reenabled"] is (order == "auto"), drain
+    assert not run.doctor_warnings(), run.doctor_warnings()
+
+
+def test_the_drain_still_ends_at_once_when_disable_pulls_everything(tmp_path):
+    # the default simulator (26.1, Disable pulls): balanced at the first flush, nothing enabled
+    # again, no poll interval slept (two flushes: the balancing one and the siblings' one, plus
+    # the one after Unsubscribe)
+    run = simrun.run(LATE_WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS)
+    drain = _assert_complete(run)
+    assert drain["order"] == "disable_first" and not drain["reenabled"], drain
+    assert drain["flushes"] == 3, drain
+
+
+COPY_WORKLOAD = """
+import ctypes
+sim.msptiSimMemcpy.restype = ctypes.c_uint64
+sim.msptiSimMemcpy.argtypes = [ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
+                               ctypes.c_uint8]
+for i in range(4):
+    launch({"name": f"Late_{i}", "stream": 1})
+    with record_function(f"copy_{i}"):  # an op on MSPTI's stack: the copy's id gets an external record
+        out.setdefault("copies", []).append(sim.msptiSimMemcpy(2, 4096, 0, 1, 1000, 1))
+sync()
+"""
+
+
+def test_without_api_records_a_copy_that_is_not_collected_does_not_hold_the_drain_to_the_timeout(tmp_path):
+    # API records off: every launch is known only from its external-correlation record, so its
+    # class is unknown. With the library preloaded, copies mint ids too, and with copies not
+    # collected they never get a row: they are let go once every row is due (the rows that came
+    # during the drain bound MSPTI's delay), and the late kernels are all kept.
+    run = simrun.run(
+        COPY_WORKLOAD,
+        tmp_path,
+        delay_ns=LATE_DELAY_NS,
+        preload=True,
+        config={"drain_order": "poll_first", "enable_api_records": False, "enable_memcpy_memset": False},
+    )
+    session = run.diagnostics["last_session"]
+    drain = session["drain"]
+    assert all(run.extra["copies"]), run.extra  # each copy minted an id
+    assert Counter(k["name"] for k in kernels(run.trace)) == Counter(f"Late_{i}" for i in range(4)), drain
+    assert drain["exit_reason"] == "no_row_can_come" and drain["evidence"] == "unclassified_quiet", drain
+    assert drain["pending_launches"] == 4, drain
+    assert drain["ms"] < 1000 * 0.9, drain  # not the timeout (drain_timeout_ms 1000)
+    warnings = run.doctor_warnings()
+    assert any("known only from MSPTI's external-correlation hint" in w for w in warnings), warnings
+
+
+def test_without_api_records_late_kernels_hold_the_drain_when_no_copy_can_be_rowless(tmp_path):
+    # the same launches without the preload: no copy mints an id, so every unclassified launch is
+    # a kernel or a collective, and each holds the drain until its row arrives
+    run = simrun.run(
+        LATE_WORKLOAD,
+        tmp_path,
+        delay_ns=LATE_DELAY_NS,
+        sim_options={"disable_pulls": 0, "drop_after_disable": 1},
+        config={"drain_order": "poll_first", "enable_api_records": False},
+    )
+    drain = run.diagnostics["last_session"]["drain"]
+    got = Counter(k["name"] for k in kernels(run.trace))
+    assert got == _expected(run), (got, drain)
+    assert drain["exit_reason"] == "balanced" and drain["pending_launches"] == 0, drain
+    assert drain["records_during_drain"] >= 20, drain

@@ -64,15 +64,19 @@ def test_enable_honours_torch_mspti_library_naming_a_simulator():
     import torch_mspti
 
     chosen = torch_mspti.simulator_library("8.0.RC3")
-    r = _child("sim.enable(launch_mode='direct')\n" + _PROFILE, TORCH_MSPTI_LIBRARY=chosen)
+    # before 26.0 a device is known only through the preloaded library (mspti.md 5.5)
+    r = _child("sim.enable(launch_mode='direct')\n" + _PROFILE, TORCH_MSPTI_LIBRARY=chosen, LD_PRELOAD=chosen)
     assert r["settings"] == r["library"] == chosen  # device and plugin share the chosen simulator
     assert r["kernels"] == r["linked"] == 1 and r["backend"] == "npu"
 
 
 def test_enable_honours_use_library_naming_a_simulator():
+    import torch_mspti
+
     r = _child(
         "chosen = torch_mspti.simulator_library('8.1')\ntorch_mspti.use_library(chosen)\n"
-        "sim.enable(launch_mode='direct')\nresult['chosen'] = chosen\n" + _PROFILE
+        "sim.enable(launch_mode='direct')\nresult['chosen'] = chosen\n" + _PROFILE,
+        LD_PRELOAD=torch_mspti.simulator_library("8.1"),  # 8.1 knows a device only when preloaded
     )
     assert r["settings"] == r["library"] == r["chosen"] and r["chosen"].endswith("libmspti_sim_8_1.so")
     assert r["kernels"] == r["linked"] == 1

@@ -9,6 +9,9 @@
 //                      arriving on their own schedule until Unsubscribe), as before MSPTI 26.1;
 //                      the plugin runs with drain_order=poll_first, what `auto` picks on such a
 //                      library (it lacks msptiActivityIsEnabled; the simulator does not hide it)
+//   variant "nopull_isenabled": the same library but with msptiActivityIsEnabled (a 26.1 whose
+//                      driver is slow): drain_order=auto picks disable_first, which must still
+//                      wait for every late record (stop about the delivery delay, 0 lost)
 // Workload per arm: N launches of one short kernel, each inside an op's push/pop (as torch
 // brackets every op), then msptiSimSynchronize (torch.profiler synchronizes the device before
 // stopping), then the timed stop.
@@ -204,7 +207,7 @@ int runDrain(const bench::Args& args) {
 
   bench::Json variantsJson;
   bool ok = true;
-  for (const std::string variant : {"pull", "nopull"}) {
+  for (const std::string variant : {"pull", "nopull", "nopull_isenabled"}) {
     bench::Json sizesJson;
     for (int64_t n : sizes) {
       sim.resetOptions();
@@ -214,7 +217,8 @@ int runDrain(const bench::Args& args) {
       sim.set("drop_after_disable", variant == "pull" ? 1 : 0);
       // A library whose Disable does not pull (before 26.1) has no msptiActivityIsEnabled, so
       // drain_order=auto polls first there; the simulator keeps the symbol, so say it.
-      const std::string err = bench::context().config.setText("drain_order", variant == "pull" ? "auto" : "poll_first");
+      const std::string err =
+          bench::context().config.setText("drain_order", variant == "nopull" ? "poll_first" : "auto");
       if (!err.empty()) throw std::runtime_error(err);
       std::vector<double> stopP, stopB, lostP, lostB, stopF, lostF;
       std::string reasons, polls;

@@ -22,6 +22,9 @@ int64_t realtimeNs() {
 bool notPulledByDisable(msptiActivityKind kind) {
   return kind == MSPTI_ACTIVITY_KIND_MEMCPY || kind == MSPTI_ACTIVITY_KIND_MEMSET || kind == MSPTI_ACTIVITY_KIND_MEMORY;
 }
+bool pulledByDisable(msptiActivityKind kind) { return !notPulledByDisable(kind); }
+
+uint32_t bit(LaunchClass c) { return 1u << static_cast<int>(c); }
 
 // Disables the enabled kinds for which `which` is true; `disabledAt` is set by the first call.
 template <typename Pred>
@@ -55,40 +58,78 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
   const uint64_t before = in.store->records();
   const auto deadline = t0 + std::chrono::milliseconds(in.config.drainTimeoutMs);
   const auto interval = std::chrono::milliseconds(in.config.drainPollIntervalMs);
+  const uint32_t unclassified = bit(LaunchClass::kNone);
+  const uint32_t pulledClasses = bit(LaunchClass::kKernel) | bit(LaunchClass::kCommunication) | unclassified;
 
   disabledAt = 0;
-  // Launches whose records a disable-first Disable does not bring in: their kinds stay enabled
-  // until the poll has them (or the bound), since a record due after its kind is disabled may be
-  // discarded.
-  const uint32_t latePending =
-      in.waitFor & ((1u << static_cast<int>(LaunchClass::kMemcpy)) | (1u << static_cast<int>(LaunchClass::kMemset)));
-  if (order == DrainOrder::kDisableFirst)
-    disableKinds(in, [](msptiActivityKind k) { return !notPulledByDisable(k); }, errors, disabledAt);
+  if (order == DrainOrder::kDisableFirst) disableKinds(in, pulledByDisable, errors, disabledAt);
+  // The launch classes that still hold the drain, given what the records so far prove.
+  const int64_t drainStart = realtimeNs();
+  int64_t delayBound = 0;  // upper bound of MSPTI's delivery delay seen in this drain, ns
+  in.store->takeEarliestNewEnd();
+  auto holding = [&](int quietFlushes) {
+    uint32_t hold = in.waitFor;
+    if (in.kernelsNeedPreload && in.store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL) == 0 &&
+        in.store->recordsOfKind(MSPTI_ACTIVITY_KIND_COMMUNICATION) == 0 &&
+        in.store->pendingLaunches(hold & pulledClasses) > 0) {
+      hold &= ~pulledClasses;
+      d.evidence = "kernels_need_preload";
+    }
+    // Every kernel had ended when the drain began (the devices were synchronised), so every row
+    // is due by then plus MSPTI's delivery delay, bounded by the rows that came during the drain.
+    const bool allDue = delayBound > 0 && realtimeNs() >= drainStart + delayBound;
+    if (in.unclassifiedMayBeRowless && (hold & unclassified) && quietFlushes >= in.config.drainQuietFlushes &&
+        allDue && in.store->pendingLaunches(unclassified) > 0) {
+      hold &= ~unclassified;
+      if (d.evidence.empty()) d.evidence = "unclassified_quiet";
+    }
+    return hold;
+  };
   int quiet = 0;
+  int polls = 0;
   uint64_t seen = in.store->records();
   for (;;) {
     flush(in, d, errors);
+    ++polls;
+    const int64_t earliestNew = in.store->takeEarliestNewEnd();
+    // Rows of the first flush may have waited in MSPTI's buffer since long before the drain.
+    if (polls > 1 && earliestNew != INT64_MAX) delayBound = std::max(delayBound, realtimeNs() - earliestNew);
     const uint64_t now = in.store->records();
-    const bool broughtNothing = now == seen;
-    if (in.store->knowsLaunches() && in.store->pendingLaunches(in.waitFor) == 0) {
-      d.exitReason = "balanced";
-      flush(in, d, errors);  // siblings of multi-kernel launches
-      break;
-    }
-    if (order == DrainOrder::kDisableFirst && broughtNothing &&
-        !(in.store->knowsLaunches() && in.store->pendingLaunches(latePending) > 0)) {
-      // Disable already moved the device's data into MSPTI's buffers: nothing more will come.
+    quiet = now == seen ? quiet + 1 : 0;
+    seen = now;
+    if (in.store->knowsLaunches()) {
+      const uint32_t hold = holding(quiet);
+      if (in.store->pendingLaunches(hold) == 0) {
+        d.exitReason = d.evidence.empty() ? "balanced" : "no_row_can_come";
+        // Siblings of multi-kernel launches: the launch's first row satisfied the ledger.
+        if (!d.evidence.empty()) {
+          // no kernel row can come, nor its siblings
+        } else if (polls == 1) {
+          flush(in, d, errors);
+        } else {
+          uint64_t last = in.store->records();
+          for (;;) {
+            if (Clock::now() >= deadline) break;
+            std::this_thread::sleep_for(std::min<Clock::duration>(interval, deadline - Clock::now()));
+            flush(in, d, errors);
+            const uint64_t after = in.store->records();
+            if (after == last) break;
+            last = after;
+          }
+        }
+        break;
+      }
+      if (order == DrainOrder::kDisableFirst && !d.reenabled && in.store->pendingLaunches(hold & pulledClasses) > 0) {
+        // Disable did not bring them: a library whose Disable pulls nothing, or work still
+        // running. Parse what is still on its way (a disabled kind's records may be discarded).
+        d.reenabled = true;
+        for (auto kind : in.enabledKinds)
+          if (pulledByDisable(kind)) in.api->enable(kind);
+      }
+    } else if (quiet >= in.config.drainQuietFlushes) {
       d.exitReason = "quiet";
       break;
     }
-    if (!in.store->knowsLaunches()) {
-      quiet = broughtNothing ? quiet + 1 : 0;
-      if (quiet >= in.config.drainQuietFlushes) {
-        d.exitReason = "quiet";
-        break;
-      }
-    }
-    seen = now;
     if (Clock::now() >= deadline) {
       d.exitReason = "timeout";
       break;
@@ -98,9 +139,14 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
   if (order == DrainOrder::kPollFirst) {
     disableKinds(in, [](msptiActivityKind) { return true; }, errors, disabledAt);
     flush(in, d, errors);
-  } else if (std::any_of(in.enabledKinds.begin(), in.enabledKinds.end(), notPulledByDisable)) {
-    disableKinds(in, notPulledByDisable, errors, disabledAt);
-    flush(in, d, errors);
+  } else {
+    // Pulled kinds enabled again are disabled once more (this pulls what ended meanwhile); then
+    // the kinds Disable does not pull.
+    if (d.reenabled) disableKinds(in, pulledByDisable, errors, disabledAt);
+    if (std::any_of(in.enabledKinds.begin(), in.enabledKinds.end(), notPulledByDisable))
+      disableKinds(in, notPulledByDisable, errors, disabledAt);
+    if (d.reenabled || std::any_of(in.enabledKinds.begin(), in.enabledKinds.end(), notPulledByDisable))
+      flush(in, d, errors);
   }
   d.recordsDuringDrain = in.store->records() - before;
 

@@ -131,6 +131,7 @@ bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
     note = fmt::format("this MSPTI does not know {} (added in a later generation)", kindName(kind));
   else if (res != MSPTI_SUCCESS) note = describeCall("msptiActivityEnable", kindName(kind), res);
   if (deps_.stats) deps_.stats->noteEnable(kind, static_cast<int>(res), note);
+  if (kind == MSPTI_ACTIVITY_KIND_RUNTIME_API && res == MSPTI_ERROR_INVALID_PARAMETER) predates26_ = true;
   if (res == MSPTI_SUCCESS) enabledKinds_.push_back(kind);
   else if (report) errors_.push_back(describeCall("msptiActivityEnable", kindName(kind), res));
   if (!note.empty() && copies) copiesNote_ = note;
@@ -252,11 +253,21 @@ void MsptiActivityProfilerSession::collect() {
 
   MsptiActivityApi api(*fns_);
   DrainInput in{&api, store_.get(), subscriber_, enabledKinds_, deps_.config, 0};
+  auto collected = [&](msptiActivityKind kind) {
+    return std::find(enabledKinds_.begin(), enabledKinds_.end(), kind) != enabledKinds_.end();
+  };
   for (auto kind : enabledKinds_) {
     const LaunchClass c = classOfDeviceKind(kind);
     if (c != LaunchClass::kNone) in.waitFor |= waitBit(c);
     if (kind == MSPTI_ACTIVITY_KIND_KERNEL) in.waitFor |= waitBit(LaunchClass::kNone);
   }
+  // Ids are minted per kernel launch (KERNEL enabled), per communication node launch
+  // (COMMUNICATION enabled) and per interposed ACL memory call, which needs the preload (mspti.md
+  // 4, 5.5): an id whose class no API record told may then be a copy that makes no row here.
+  in.unclassifiedMayBeRowless =
+      libraryIsPreloaded() && !(collected(MSPTI_ACTIVITY_KIND_MEMCPY) && collected(MSPTI_ACTIVITY_KIND_MEMSET));
+  // Before 26.0 a device is known only through the preloaded library's aclrtSetDevice (mspti.md 5.5).
+  in.kernelsNeedPreload = predates26_ && !libraryIsPreloaded();
   std::vector<std::string> drainErrors;
   int64_t disabledAt = 0;
   const double synchronizeMs = drain.synchronizeMs;
@@ -299,29 +310,47 @@ void MsptiActivityProfilerSession::collect() {
                                      "records were lost (raise buffer_pool_cap or buffer_size)",
                                      counters_.buffersDeclined, deps_.config.bufferPoolCap));
   const uint64_t kernelRecords = store_->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL];
-  if (kernelRecords == 0 && drain.pendingLaunches > 0 && store_->knowsLaunches() && !libraryIsPreloaded())
-    // Two documented causes look alike here (mspti.md 5.5): kernels still running when MSPTI
-    // stopped, and a CANN that delivers kernels only with a process-start preload.
+  const std::string libraryVersion = deps_.libraryReport ? deps_.libraryReport().version : std::string();
+  if (drain.evidence == "kernels_need_preload" && drain.pendingLaunches > 0)
     warnOnce("no-kernels",
-             fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL record (drain: {}). Either the "
-                         "kernels were still running when MSPTI stopped (synchronize the device before stop, or "
-                         "raise drain_timeout_ms), or this CANN delivers kernels only when libmspti.so is "
-                         "preloaded at process start (releases before 9.1): run with LD_PRELOAD={}",
-                         drain.pendingLaunches, drain.exitReason, preloadHint()));
-  else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0)
-    warnOnce("timeout", fmt::format("torch-mspti: the drain timed out after {} ms with {} launches still without "
-                                    "device records (raise drain_timeout_ms)",
-                                    deps_.config.drainTimeoutMs, drain.pendingLaunches));
-  else if (drain.pendingLaunches > 0 && deps_.peer.present && drain.order == "poll_first")
+             fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL or COMMUNICATION record, and stop() "
+                         "did not wait for them: this MSPTI ({}) predates 26.0 and knows a device only when "
+                         "libmspti.so is preloaded at process start (CANN before 9.1): run with LD_PRELOAD={}",
+                         drain.pendingLaunches, libraryVersion.empty() ? "before 26.0" : libraryVersion,
+                         preloadHint()));
+  else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0 && deps_.peer.present &&
+           drain.order == "poll_first")
     warnOnce("pending", fmt::format("torch-mspti: {} launches of this session never delivered device records: {} "
                                     "stopped before torch-mspti and disabled MSPTI's kinds, and this MSPTI (before "
                                     "26.1) drops what is still on its way then; use MSPTI 26.1 or newer, or "
                                     "TORCH_MSPTI_PROFILER=off to let it serve",
                                     drain.pendingLaunches, deps_.peer.description));
+  else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0 && kernelRecords == 0 && !libraryIsPreloaded())
+    // Two documented causes look alike here (mspti.md 5.5): records later than the bound (or
+    // kernels still running), and a CANN that delivers kernels only with a process-start preload.
+    warnOnce("no-kernels",
+             fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL record within drain_timeout_ms={} "
+                         "ms. Either their records come later than that or the kernels were still running (raise "
+                         "drain_timeout_ms, or synchronize the device before the profile stops), or this CANN "
+                         "delivers kernels only when libmspti.so is preloaded at process start (releases before "
+                         "9.1): run with LD_PRELOAD={}",
+                         drain.pendingLaunches, deps_.config.drainTimeoutMs, preloadHint()));
+  else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0)
+    warnOnce("timeout", fmt::format("torch-mspti: {} launches still had no device record when the drain gave up at "
+                                    "drain_timeout_ms={} ms: their records come later than that, or their work was "
+                                    "still running on a device that was not synchronised (raise drain_timeout_ms, "
+                                    "or synchronize the device before the profile stops)",
+                                    drain.pendingLaunches, deps_.config.drainTimeoutMs));
+  else if (drain.evidence == "unclassified_quiet" && drain.pendingLaunches > 0)
+    warnOnce("unclassified",
+             fmt::format("torch-mspti: {} launches known only from MSPTI's external-correlation hint had no device "
+                         "record once every row was due, and stop() did not wait longer: without API records "
+                         "their class is unknown, and they are likely copies, which this session does not "
+                         "collect (set enable_api_records=True, so stop() knows which launches to wait for)",
+                         drain.pendingLaunches));
   else if (drain.pendingLaunches > 0)
-    warnOnce("pending", fmt::format("torch-mspti: {} launches of this session never delivered device records "
-                                    "(still running when MSPTI stopped collecting?)",
-                                    drain.pendingLaunches));
+    warnOnce("pending", fmt::format("torch-mspti: {} launches of this session have no device record (drain: {})",
+                                    drain.pendingLaunches, drain.exitReason));
   if (counters_.outOfWindow > 0)
     warnOnce("window", fmt::format("torch-mspti: {} device records were dropped: their launch lies outside the "
                                    "profiling window",

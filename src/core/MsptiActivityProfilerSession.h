@@ -135,6 +135,7 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::vector<std::string> errors_;
   std::vector<std::string> warned_;  // keys of warnings given
   std::string copiesNote_;           // why MEMCPY/MEMSET cannot deliver ("" when they can)
+  bool predates26_ = false;          // Enable(RUNTIME_API) said the kind is unknown: a library before 26.0
   bool subscribed_ = false;
   bool armed_ = false;
   bool published_ = false;

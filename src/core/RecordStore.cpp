@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 namespace torch_mspti {
 
@@ -17,6 +18,7 @@ void RecordStore::append(WalkResult& batch) {
   for (const auto& a : batch.apis) ledger_.noteApi(a, index++);
   for (const auto& d : batch.devices) {
     ledger_.noteDevice(d);
+    earliestNewEnd_ = std::min(earliestNewEnd_, d.end);
     if (std::find(devicesSeen_.begin(), devicesSeen_.end(), d.deviceId) == devicesSeen_.end())
       devicesSeen_.push_back(d.deviceId);
   }
@@ -49,6 +51,16 @@ uint64_t RecordStore::pendingLaunches(uint32_t waitFor) const {
 bool RecordStore::knowsLaunches() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return ledger_.knowsLaunches();
+}
+
+uint64_t RecordStore::recordsOfKind(uint32_t kind) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return kind < MSPTI_ACTIVITY_KIND_COUNT ? recordsByKind_[kind] : 0;
+}
+
+int64_t RecordStore::takeEarliestNewEnd() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(earliestNewEnd_, INT64_MAX);
 }
 
 uint64_t RecordStore::maxCorrelationId() const {

@@ -37,6 +37,12 @@ class RecordStore {
   // Drain queries (see CorrelationLedger::pending).
   uint64_t pendingLaunches(uint32_t waitFor) const;
   bool knowsLaunches() const;
+  // Records of `kind` appended so far (thread-safe, unlike recordsByKind()).
+  uint64_t recordsOfKind(uint32_t kind) const;
+  // The earliest end (ns since the epoch) among the device records appended since the previous
+  // call, INT64_MAX when none: the drain bounds MSPTI's delivery delay with it (a row that came
+  // with the flush at time t was delayed by at most t - end).
+  int64_t takeEarliestNewEnd();
   uint64_t maxCorrelationId() const;
   // Records that arrived after seal().
   uint64_t afterCollection() const;
@@ -69,6 +75,7 @@ class RecordStore {
   uint64_t abandonedBuffers_ = 0;
   uint64_t abandonedBytes_ = 0;
   std::vector<uint32_t> devicesSeen_;
+  int64_t earliestNewEnd_ = INT64_MAX;
 };
 
 }  // namespace torch_mspti

@@ -89,6 +89,8 @@ void writeDrain(ReportWriter& w, const DrainStats& d) {
   w.beginObject("drain")
       .value("order", d.order)
       .value("exit_reason", d.exitReason)
+      .value("evidence", d.evidence)
+      .value("reenabled", d.reenabled)
       .value("flushes", d.flushes)
       .value("ms", d.ms)
       .value("synchronize_ms", d.synchronizeMs)

@@ -20,7 +20,13 @@ class ReportWriter;
 
 struct DrainStats {
   std::string order;       // "disable_first" or "poll_first"
-  std::string exitReason;  // "balanced", "quiet", "timeout"
+  std::string exitReason;  // "balanced", "quiet" (the ledger knew no launch), "no_row_can_come", "timeout"
+  // Why launches still pending were let go before the timeout ("" = none were): "kernels_need_preload"
+  // (a library before 26.0, not preloaded, delivered no KERNEL/COMMUNICATION record: it knows no
+  // device), "unclassified_quiet" (launches known only from MSPTI's hint, which may be copies this
+  // session does not collect, once every row was due and the flushes went quiet).
+  std::string evidence;
+  bool reenabled = false;  // disable_first: the kinds were enabled again to wait for launches still pending
   int flushes = 0;
   double ms = 0;             // wall time of the whole drain
   double synchronizeMs = 0;  // of which waiting for the devices (synchronize_devices)

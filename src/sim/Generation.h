@@ -34,6 +34,11 @@ inline constexpr bool kLdPreloadRule = kGeneration >= 260;
 // Disable's driver flush (halProfDataFlush) came with the 26.1 branch (mspti.md 2.3, 8).
 inline constexpr bool kDisablePullsByDefault = kGeneration >= 261;
 
+// Before 26.0 a device became known only through the aclrtSetDevice that a preloaded libmspti
+// interposes (device discovery through libprofapi came with 26.0; mspti.md 5.5): without the
+// preload such a library never writes a KERNEL or COMMUNICATION record.
+inline constexpr bool kKernelsNeedPreloadByDefault = kGeneration < 260;
+
 // "8.0.RC3", "8.1", "8.2", "26.0", "26.1".
 inline constexpr const char* generationName() {
   return kGeneration == 80    ? "8.0.RC3"

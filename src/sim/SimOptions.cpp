@@ -45,7 +45,7 @@ const std::array<OptionSpec, static_cast<size_t>(Option::kCount)>& SimOptions::s
       {"early_start_every", 0, 0, 1000000000},
       {"early_start_ns", 1000, 0, kMaxDurationNs},
       {"deliver_after_unsubscribe", 0, 0, 1},
-      {"kernels_need_preload", 0, 0, 1},
+      {"kernels_need_preload", kKernelsNeedPreloadByDefault ? 1 : 0, 0, 1},
       {"destroy_at_exit", 0, 0, 1},
       {"api_records_per_launch", 0, 0, 64},
       {"throw_in", 0, 0, 0xff},

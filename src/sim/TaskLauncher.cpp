@@ -63,7 +63,12 @@ uint64_t TaskLauncher::launch(const DeviceTask& task) {
   }
 
   uint64_t correlationId = MSPTI_INVALID_CORRELATION_ID;
-  if (subscribed && task.reportable && ctx_.switches.isOn(kind)) {
+  // A kernel's id is minted by the kernel parser, only while KERNEL is on (mspti.md 4); a copy's
+  // or memset's by the interposed ACL memory call itself, whether or not its kind is collected.
+  const bool kindOn = ctx_.switches.isOn(kind);
+  const bool hookMints = (kind == MSPTI_ACTIVITY_KIND_MEMCPY || kind == MSPTI_ACTIVITY_KIND_MEMSET) &&
+                         ActivitySwitches::isValidKind(kind);  // the hooks came with the kinds (8.1)
+  if (subscribed && task.reportable && (kindOn || hookMints)) {
     correlationId = ctx_.ids.mintForThisThread();
   }
   const bool minted = correlationId != MSPTI_INVALID_CORRELATION_ID;
@@ -85,7 +90,9 @@ uint64_t TaskLauncher::launch(const DeviceTask& task) {
     SimCounters::add(ctx_.counters.kernelsLaunched, slots.size());
   }
 
-  if (minted && (!deviceReports(kind) || neverDeliver)) {
+  if (minted && !kindOn) {
+    // the id exists (and its external records), but nothing records the copy
+  } else if (minted && (!deviceReports(kind) || neverDeliver)) {
     // Nothing reads the device's data, so it never reaches MSPTI (counted so that a test can tell).
     SimCounters::add(ctx_.counters.recordsDropped, slots.size());
   } else if (minted) {

@@ -136,11 +136,32 @@ def check(
         pending = _health.pending_launches(health)
         if pending:
             drain = health.get("drain") or {}
-            warning(
-                "launches-pending",
-                f"{pending} launch(es) had no kernel when the drain ended ({drain.get('exit_reason', '?')}): "
-                "those kernels are missing from the trace; synchronize the device before the profiler stops",
-            )
+            warning("launches-pending", _pending_message(pending, drain))
+
+
+# What each drain outcome means for the launches still pending, and the fix (the plugin's drain
+# rule: a launch holds the drain until its row arrives, the timeout, or evidence that none can come).
+_PENDING_CAUSE = {
+    "kernels_need_preload": (
+        "this MSPTI predates 26.0 and knows no device unless libmspti.so is preloaded at process start: "
+        "run with LD_PRELOAD=<the libmspti.so in use>"
+    ),
+    "unclassified_quiet": (
+        "without API records their class is unknown; they are likely copies, which were not collected "
+        "(set enable_api_records=True)"
+    ),
+}
+
+
+def _pending_message(pending: int, drain: dict) -> str:
+    head = f"{pending} launch(es) had no device row when the drain ended ({drain.get('exit_reason', '?')})"
+    cause = _PENDING_CAUSE.get(drain.get("evidence") or "")
+    if cause:
+        return f"{head}: {cause}"
+    return (
+        f"{head}: those rows are missing from the trace; their records come later than drain_timeout_ms, or "
+        "their work was still running (raise drain_timeout_ms, or synchronize the device before the profiler stops)"
+    )
 
 
 def _link_warnings(kernels: int, linked: int, rows: int, states: dict[str, int], warning) -> None:

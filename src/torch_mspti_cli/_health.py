@@ -28,7 +28,17 @@ _KNOWN = (
     "drain",
     "capabilities",
 )
-_DRAIN_KNOWN = ("exit_reason", "order", "flushes", "ms", "records_during_drain", "pending_launches", "late_records")
+_DRAIN_KNOWN = (
+    "exit_reason",
+    "evidence",
+    "reenabled",
+    "order",
+    "flushes",
+    "ms",
+    "records_during_drain",
+    "pending_launches",
+    "late_records",
+)
 
 
 def read(trace: Any) -> tuple[bool, Any]:
@@ -109,6 +119,10 @@ def _drain(drain: Any) -> str:
     ms = _num(drain.get("ms"))
     if ms is not None:
         text += f", {ms:.1f} ms"
+    if drain.get("evidence"):
+        text += f", pending launches let go on evidence: {drain['evidence']}"
+    if drain.get("reenabled"):
+        text += ", kinds enabled again to wait for pending launches"
     counts = [
         f"{drain[k]} {label}"
         for k, label in (

@@ -159,7 +159,8 @@ uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
 //   "kernels_need_preload" 1: without libmspti in LD_PRELOAD (read at load) no device is known, so
 //                          no KERNEL or COMMUNICATION record is ever produced (counted as dropped);
 //                          ids, external and API records still are: CANN before 9.1 delivers kernels
-//                          only with a process-start preload (mspti.md 5.5, TA) (0 in every build)
+//                          only with a process-start preload (mspti.md 5.5, TA) (1 in the 8.x
+//                          builds, which know devices only through the preload; 0 from 26.0)
 //   "destroy_at_exit"      1: when static destruction reaches the simulator at process exit, it
 //                          marks itself torn down (as MSPTI's singletons die then); every MSPTI
 //                          entry point called afterwards prints "libmspti_sim: <function> called

@@ -84,15 +84,112 @@ TEST_F(DrainPolicyTest, DisableFirstEndsBalancedWhenEveryLaunchHasItsRow) {
   EXPECT_FALSE(fake.subscribed());
 }
 
-TEST_F(DrainPolicyTest, DisableFirstEndsAtTheFirstFlushThatBringsNothing) {
+TEST_F(DrainPolicyTest, DisableFirstHoldsPendingLaunchesUntilTheBoundAndEnablesTheKindsAgain) {
   arm();
   fake.flushDelivers = false;  // launches known, their kernels never come
   fake.launchKernel("lost");
   fake.deliverNow();  // the launch call's record arrived during the session
   const DrainStats d = run();
-  EXPECT_EQ(d.exitReason, "quiet");
+  EXPECT_EQ(d.exitReason, "timeout");
+  EXPECT_TRUE(d.evidence.empty());
+  EXPECT_TRUE(d.reenabled);
   EXPECT_EQ(d.pendingLaunches, 1u);
-  EXPECT_EQ(d.flushes, 2);  // one poll, one after Unsubscribe: no waiting for the bound
+  EXPECT_GT(d.flushes, 3);
+  // Disabled, enabled again after the first flush found the launch pending, disabled at the end.
+  EXPECT_EQ(fake.count("disable(KERNEL)"), 2u);
+  EXPECT_EQ(fake.count("enable(KERNEL)"), 2u);
+  EXPECT_FALSE(fake.enabled(MSPTI_ACTIVITY_KIND_KERNEL));
+}
+
+TEST_F(DrainPolicyTest, DisableFirstWaitsForRowsThatComeLaterThanDisable) {
+  arm();
+  RecordBuilder late;
+  for (uint64_t id = 1; id <= 3; ++id) {
+    RecordBuilder launch;
+    launch.api(1000, 2000, 1, 2, id, "LaunchKernelV2");
+    fake.writeNow(launch);
+    late.kernel(3000, 4000, 0, 1, id, "late");
+  }
+  fake.deliverNow();
+  fake.putInFlightLater(late, 5);  // Disable pulled nothing: they come with the fifth flush
+  const DrainStats d = run();
+  EXPECT_EQ(d.exitReason, "balanced");
+  EXPECT_EQ(d.pendingLaunches, 0u);
+  EXPECT_TRUE(d.reenabled);
+  EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL), 3u);
+}
+
+TEST_F(DrainPolicyTest, SiblingsThatComeAfterTheBalancingFlushAreKept) {
+  // one launch, three kernels: the first satisfies the ledger, the siblings come one and two
+  // flushes later
+  fake.withIsEnabled = false;  // poll_first
+  arm();
+  RecordBuilder launch, first, second, third;
+  launch.api(1000, 2000, 1, 2, 7, "LaunchKernelV2");
+  first.kernel(3000, 4000, 0, 1, 7, "multi");
+  second.kernel(4000, 5000, 0, 1, 7, "multi");
+  third.kernel(5000, 6000, 0, 1, 7, "multi");
+  fake.writeNow(launch);
+  fake.deliverNow();
+  fake.putInFlightLater(first, 3);
+  fake.putInFlightLater(second, 4);
+  fake.putInFlightLater(third, 5);
+  const DrainStats d = run();
+  EXPECT_EQ(d.exitReason, "balanced");
+  EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL), 3u);
+}
+
+TEST_F(DrainPolicyTest, AfterAPullingDisableOneMoreFlushTakesTheSiblings) {
+  arm();
+  RecordBuilder launch, first, sibling;
+  launch.api(1000, 2000, 1, 2, 7, "LaunchKernelV2");
+  first.kernel(3000, 4000, 0, 1, 7, "multi");
+  sibling.kernel(4000, 5000, 0, 1, 7, "multi");
+  fake.writeNow(launch);
+  fake.putInFlight(first);
+  fake.putInFlightLater(sibling, 2);
+  const DrainStats d = run();
+  EXPECT_EQ(d.exitReason, "balanced");
+  EXPECT_FALSE(d.reenabled);
+  EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL), 2u);
+  EXPECT_EQ(d.flushes, 3);  // balancing, siblings, after Unsubscribe: no poll interval slept
+}
+
+TEST_F(DrainPolicyTest, APendingCopyKeepsItsKindEnabledUntilItsRowArrives) {
+  // Disable does not pull copies (mspti.md 2.3): MEMCPY stays on while a copy is pending
+  kinds.push_back(MSPTI_ACTIVITY_KIND_MEMCPY);
+  arm();
+  RecordBuilder call, row;
+  call.api(1000, 2000, 1, 2, 9, "aclrtMemcpyAsync");
+  DeviceFields f;
+  f.start = 3000;
+  f.end = 4000;
+  f.streamId = 1;
+  f.correlationId = 9;
+  f.count = 64;
+  row.copy(MSPTI_ACTIVITY_KIND_MEMCPY, f);
+  fake.writeNow(call);
+  fake.deliverNow();
+  fake.putInFlightLater(row, 3);
+  const DrainStats d = run(kKernels | bit(LaunchClass::kMemcpy));
+  EXPECT_EQ(d.exitReason, "balanced");
+  EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_MEMCPY), 1u);
+  EXPECT_GT(firstCall("disable(MEMCPY)"), firstCall("disable(KERNEL)"));
+}
+
+TEST_F(DrainPolicyTest, NoKernelFromALibraryThatNeedsThePreloadEndsTheDrainAtOnce) {
+  fake.withIsEnabled = false;
+  arm();
+  fake.flushDelivers = false;
+  fake.launchKernel("never");
+  fake.deliverNow();
+  DrainInput in{api.get(), store.get(), subscriber, kinds, config, kKernels};
+  in.kernelsNeedPreload = true;
+  const DrainStats d = drain(in, errors, disabledAt);
+  EXPECT_EQ(d.exitReason, "no_row_can_come");
+  EXPECT_EQ(d.evidence, "kernels_need_preload");
+  EXPECT_EQ(d.pendingLaunches, 1u);
+  EXPECT_EQ(d.flushes, 3);  // the one that found no kernel, after Disable, after Unsubscribe
 }
 
 TEST_F(DrainPolicyTest, PollFirstWaitsForPendingLaunchesUntilTheBound) {
@@ -139,7 +236,7 @@ TEST_F(DrainPolicyTest, RecordsAfterUnsubscribeAreLate) {
   fake.launchKernel("late");
   fake.deliverNow();
   const DrainStats d = run();
-  EXPECT_EQ(d.exitReason, "quiet");
+  EXPECT_EQ(d.exitReason, "timeout");  // it held the drain, and came only after Unsubscribe
   EXPECT_EQ(d.lateRecords, 1u);
   EXPECT_EQ(d.pendingLaunches, 0u);  // it did arrive, late
 }

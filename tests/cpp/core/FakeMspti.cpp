@@ -120,6 +120,14 @@ msptiResult FakeMspti::flushAll(uint32_t) {
     std::lock_guard<std::mutex> lock(f.mutex_);
     if (f.flushResult != MSPTI_SUCCESS) return f.flushResult;
     if (!f.flushDelivers) return MSPTI_SUCCESS;
+    for (auto it = f.later_.begin(); it != f.later_.end();) {
+      if (--it->first <= 0) {
+        f.inFlight_.append(it->second);
+        it = f.later_.erase(it);
+      } else {
+        ++it;
+      }
+    }
     out.append(f.current_);
     f.current_.clear();
     if (!f.inFlightOnlyAfterUnsubscribe || !f.subscribed_) {
@@ -192,6 +200,11 @@ void FakeMspti::writeNow(const RecordBuilder& records) {
 void FakeMspti::putInFlight(const RecordBuilder& records) {
   std::lock_guard<std::mutex> lock(mutex_);
   inFlight_.append(records);
+}
+
+void FakeMspti::putInFlightLater(const RecordBuilder& records, int flushes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  later_.emplace_back(flushes, records);
 }
 
 void FakeMspti::deliverNow() {

@@ -26,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "MsptiLibrary.h"
@@ -78,6 +79,9 @@ class FakeMspti {
   // Puts records into the current buffer / in flight as they are.
   void writeNow(const RecordBuilder& records);
   void putInFlight(const RecordBuilder& records);
+  // Puts records in flight that only the `flushes`-th FlushAll from now delivers (1 = the next):
+  // records that reach MSPTI later than others, such as a multi-kernel launch's siblings.
+  void putInFlightLater(const RecordBuilder& records, int flushes);
   // Delivers the current buffer through the registered callbacks (as when it fills up).
   void deliverNow();
   // Completes a buffer this fake allocated itself (another tool's) holding `records` into the
@@ -124,6 +128,7 @@ class FakeMspti {
   uint64_t nextId_ = 1;
   RecordBuilder current_;   // host records written, waiting in the current buffer
   RecordBuilder inFlight_;  // device records not yet in a buffer
+  std::deque<std::pair<int, RecordBuilder>> later_;  // (flushes to go, records): putInFlightLater
   std::deque<std::string> names_;
   uint64_t delivered_ = 0, declinedBytes_ = 0;
 };
