@@ -43,7 +43,11 @@ _TAIL_PART = re.compile(rf"(?P<num>{_NUM})(?:,?[ \t]+(?:item|step)[ \t]+(?P<item
 # A bare "§5.4" (or "§6 item 7"), used by files that declare which fact sheet their § cites.
 _BARE = re.compile(rf"§[ \t]*(?P<num>{_NUM})(?:,?[ \t]+(?:item|step)[ \t]+(?P<item>\d+))?")
 # Files whose bare "§N" cites a fact sheet (they say so at the top).
-BARE_SECTION_FILES = {"src/sim/README.md": "mspti.md"}
+BARE_SECTION_FILES = {
+    "src/sim/README.md": "mspti.md",
+    "docs/mspti.md": "mspti.md",  # cross-references inside the fact sheets
+    "docs/kineto.md": "kineto.md",
+}
 _HEADING = re.compile(rf"^#{{2,4}}[ \t]+(?P<num>{_NUM})\.?[ \t]", re.M)
 _LIST_ITEM = re.compile(r"^[ \t]*(?P<n>\d+)\.[ \t]", re.M)
 
