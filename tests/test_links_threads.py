@@ -73,7 +73,7 @@ def test_threads_at_random_link_every_kernel_to_its_op_instance(n, tmp_path):
 
 
 def test_runtime_api_records_around_each_launch_do_not_move_a_link(tmp_path):
-    # Six runtime calls per launch (mspti.md: the runtime's kernel-argument and cache calls); the
+    # Six runtime calls per launch (mspti.md 4: the runtime's kernel-argument and cache calls); the
     # first three carry the thread's previous correlation id, i.e. that of its previous launch,
     # made later and inside another op instance.
     run = simrun.run(

@@ -17,7 +17,7 @@
 //     row's device start, up to `collectionEnd` (when MSPTI stopped recording launches);
 //  5. lanes: logical device from ASCEND_RT_VISIBLE_DEVICES; per (device, stream), rows in
 //     order of their end (a stream runs its tasks one after another, so their ends are in
-//     execution order, while a reported start can be early: mspti.md's early-start quirk, clock
+//     execution order, while a reported start can be early: mspti.md 4, timestamp bugs and clock
 //     conversion), a row that starts before the previous row's end starts at that end (a row
 //     ending with the previous one becomes zero-length there) — viewers such as Perfetto drop
 //     overlapping slices on one track (google/perfetto#4280). Ordering by start instead would

@@ -1,7 +1,7 @@
 // Control API of libmspti_sim.so, torch-mspti's simulated MSPTI.
 //
 // The simulator exports the real MSPTI C ABI (third_party/mspti/include/mspti/*.h) with the real
-// library's behaviour and quirks (shared/docs/mspti.md section 11), and in addition these
+// library's behaviour and quirks (docs/mspti.md section 11), and in addition these
 // msptiSim* functions, through which host code plays the part of the CANN runtime, HCCL, the ACL
 // memory API and the device: it launches kernels and collectives, issues copies, memsets and
 // other runtime calls, advances a simulated device timeline that runs in real (wall-clock) time,

@@ -1,4 +1,4 @@
-// MSPTI's activity record layouts as shared/docs/mspti.md 3.2 and 3.4 document them, written out
+// MSPTI's activity record layouts as docs/mspti.md 3.2 and 3.4 document them, written out
 // as literal numbers: kinds by value, each record's size and the offset of each field the plugin
 // reads. Test code (RecordBuilder, the record-walker fuzzer's oracle) packs and checks records
 // with these numbers instead of the plugin's declarations (third_party/mspti) or its kind table

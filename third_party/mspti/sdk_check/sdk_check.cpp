@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   if (mismatches != 0) {
     std::fprintf(stderr,
                  "torch-mspti SDK check: %d mismatch(es). Fix the declarations in third_party/mspti to follow "
-                 "the SDK (see shared/docs/mspti.md section 3), or configure with -DTORCH_MSPTI_SDK_CHECK=OFF "
+                 "the SDK (see docs/mspti.md section 3), or configure with -DTORCH_MSPTI_SDK_CHECK=OFF "
                  "to build without the check.\n",
                  mismatches);
     return 1;

@@ -2,7 +2,7 @@
 // the functions the plugin resolves with dlsym.
 //
 // Source of every fact here: MSPTI mspti_activity.h (Ascend/mspti HEAD a389160; branches 26.0.0
-// and 26.1.0), with sizes and offsets as measured in shared/docs/mspti.md section 3 (gcc 12,
+// and 26.1.0), with sizes and offsets as measured in docs/mspti.md section 3 (gcc 12,
 // x86_64; all fields are LP64, so aarch64 is identical). The declarations are written from those
 // facts; the static_asserts at the end pin every size and offset the plugin relies on.
 //

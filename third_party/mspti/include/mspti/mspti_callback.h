@@ -1,5 +1,5 @@
 // torch-mspti's own declaration of the MSPTI subscriber API (only what the plugin uses).
-// Source: MSPTI mspti_callback.h as described in shared/docs/mspti.md section 2.2.
+// Source: MSPTI mspti_callback.h as described in docs/mspti.md section 2.2.
 #pragma once
 
 #include <stdint.h>

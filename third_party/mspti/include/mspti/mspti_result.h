@@ -1,6 +1,6 @@
 // torch-mspti's own declaration of the MSPTI result codes.
 // Source of the values: MSPTI mspti_result.h (Ascend/mspti HEAD a389160, branches 26.0.0/26.1.0),
-// summarised in shared/docs/mspti.md section 2.1. Written from those facts, not copied.
+// summarised in docs/mspti.md section 2.1. Written from those facts, not copied.
 #pragma once
 
 #include <stdint.h>
