@@ -4,6 +4,7 @@
 // that failing calls are reported, never thrown.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -137,6 +138,12 @@ TEST_F(DrainPolicyTest, SiblingsThatComeAfterTheBalancingFlushAreKept) {
   const DrainStats d = run();
   EXPECT_EQ(d.exitReason, "balanced");
   EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL), 3u);
+  // all three before Disable (a library that pulls nothing may discard what comes after it)
+  const auto calls = fake.calls();
+  const int off = firstCall("disable(KERNEL)");
+  ASSERT_GE(off, 0);
+  EXPECT_GE(std::count(calls.begin(), calls.begin() + off, std::string("flushAll")), 5);
+  EXPECT_EQ(d.lateRecords, 0u);
 }
 
 TEST_F(DrainPolicyTest, AfterAPullingDisableOneMoreFlushTakesTheSiblings) {
@@ -152,6 +159,7 @@ TEST_F(DrainPolicyTest, AfterAPullingDisableOneMoreFlushTakesTheSiblings) {
   EXPECT_EQ(d.exitReason, "balanced");
   EXPECT_FALSE(d.reenabled);
   EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL), 2u);
+  EXPECT_EQ(d.lateRecords, 0u);
   EXPECT_EQ(d.flushes, 3);  // balancing, siblings, after Unsubscribe: no poll interval slept
 }
 
@@ -174,7 +182,12 @@ TEST_F(DrainPolicyTest, APendingCopyKeepsItsKindEnabledUntilItsRowArrives) {
   const DrainStats d = run(kKernels | bit(LaunchClass::kMemcpy));
   EXPECT_EQ(d.exitReason, "balanced");
   EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_MEMCPY), 1u);
-  EXPECT_GT(firstCall("disable(MEMCPY)"), firstCall("disable(KERNEL)"));
+  // KERNEL went at once; MEMCPY only after the third flush, the one that brought the copy's row
+  const auto calls = fake.calls();
+  const int memcpyOff = firstCall("disable(MEMCPY)");
+  ASSERT_GE(memcpyOff, 0);
+  EXPECT_LT(firstCall("disable(KERNEL)"), firstCall("flushAll"));
+  EXPECT_GE(std::count(calls.begin(), calls.begin() + memcpyOff, std::string("flushAll")), 3);
 }
 
 TEST_F(DrainPolicyTest, NoKernelFromALibraryThatNeedsThePreloadEndsTheDrainAtOnce) {
