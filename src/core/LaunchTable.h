@@ -14,7 +14,8 @@
 //  4. window: a launch belongs to the session when its launch call started inside
 //     [window start, window end] — where the device ran it does not matter, so a kernel launched
 //     before stop() and still running then is kept; without a trusted launch time, by the
-//     row's device start, up to `collectionEnd` (when MSPTI stopped recording launches);
+//     row's device start, up to `collectionEnd` (when MSPTI stopped recording launches); rows
+//     without a correlation id (0) are not one launch: each is windowed on its own;
 //  5. lanes: logical device from ASCEND_RT_VISIBLE_DEVICES; per (device, stream), rows in
 //     order of their end (a stream runs its tasks one after another, so their ends are in
 //     execution order, while a reported start can be early: mspti.md's early-start quirk, clock
@@ -58,7 +59,9 @@ struct Window {
 };
 
 struct LaunchTable {
-  std::vector<Launch> launches;  // ascending correlation id (id 0: rows without one, last)
+  // Ascending correlation id; rows without one (id 0) last, each a launch of its own (one row,
+  // windowed by its own device start), in order of start.
+  std::vector<Launch> launches;
   std::vector<DeviceRow> rows;
   std::vector<int32_t> devices;  // logical devices with rows, ascending
 
