@@ -145,14 +145,14 @@ def test_a_junk_correlation_id_never_becomes_the_watermark_of_later_sessions(tmp
     # from ids a session saw launched, and a launched id far above the others is junk (counted).
     run = simrun.run(JUNK_WORKLOAD, tmp_path, profiles=3, sim_options={"foreign_correlation_id": -2})
     assert run.returncode == 0 and run.extra["foreign"] == 0
-    first = run.profiles[0]["session"]
-    assert first["correlation"]["junk_ids"] == 4, first["correlation"]  # 2 external + 2 launch records
-    assert run.traces[0]["torch_mspti"]["correlation"]["junk_ids"] == 4
-    assert _names(run.traces[0])["J0"] == 1
     for i in (1, 2):
         s = run.profiles[i]["session"]
         assert _names(run.traces[i]) == Counter({f"J{i}": 50}), (s["dropped"], s["correlation"])
         assert s["dropped"]["earlier_session"] == 0 and s["correlation"]["junk_ids"] == 0, s
+    first = run.profiles[0]["session"]
+    assert first["correlation"]["junk_ids"] == 4, first["correlation"]  # 2 external + 2 launch records
+    assert run.traces[0]["torch_mspti"]["correlation"]["junk_ids"] == 4
+    assert _names(run.traces[0])["J0"] == 1
 
 
 # ---------------------------------------------------------------------------------------------
