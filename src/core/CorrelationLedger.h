@@ -77,7 +77,9 @@ class CorrelationLedger {
   // Launched ids more than kMaxIdGap above every sane id so far (and `staleBelow`): a foreign or
   // misread record (MSPTI's ids are one process-wide counter from 1). Ignored: no entry, no
   // effect on maxCorrelationId() or firstOwnId(); their device records are windowed like rows
-  // whose launch is unknown.
+  // whose launch is unknown. The bound assumes fewer than 2^32 ids are minted between two
+  // sessions (or before the first) without the plugin collecting: over an hour at 10^6 launches
+  // per second. Counted per record (an id named by an external record and a launch call: 2).
   uint64_t junkIds() const { return junkIds_; }
   static constexpr uint64_t kMaxIdGap = uint64_t{1} << 32;
   uint64_t staleBelow() const { return staleBelow_; }

@@ -7,9 +7,10 @@
 //  1. timing: a record with start = end = 0 has no timing (MSPTI's mark, mspti.md 3.4) and one
 //     with end < start or start <= 0 is invalid: dropped; start = end != 0 is a real, very short
 //     task: kept as a zero-length row;
-//  2. earlier sessions: ids at or below the highest id an earlier session saw, and (when this
-//     session saw its own launches) ids below its first own launch that it never saw launched,
-//     are earlier sessions' records delivered late: dropped;
+//  2. earlier sessions: ids at or below the highest id an earlier session saw launched (junk ids
+//     excepted, CorrelationLedger::junkIds), and (when this session saw its own launches) ids
+//     below its first own launch that it never saw launched, are earlier sessions' records
+//     delivered late: dropped;
 //  3. duplicates (same id, times, device, stream, kind, name): dropped;
 //  4. window: a launch belongs to the session when its launch call started inside
 //     [window start, window end] — where the device ran it does not matter, so a kernel launched
@@ -48,7 +49,9 @@ struct Launch {
   int64_t callEnd = 0;
   uint64_t opHint = 0;    // CUSTOM0 external id: torch's op id MSPTI saw on top of its stack
   uint64_t userHint = 0;  // CUSTOM1 external id: the user range on top
-  uint32_t firstRow = 0;  // rows [firstRow, firstRow + rowCount) of LaunchTable::rows
+  // Rows [firstRow, firstRow + rowCount) of LaunchTable::rows; 32 bits suffice: a session keeps
+  // at most max_session_records (<= 2^31) records.
+  uint32_t firstRow = 0;
   uint32_t rowCount = 0;
 };
 

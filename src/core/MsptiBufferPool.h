@@ -11,7 +11,8 @@
 //    case it declines (NULL, 0) and counts it;
 //  * complete: may run on several threads at once and inside FlushAll (mspti.md 5.2); tolerates
 //    (NULL, 0, 0); walks the buffer to its end on the calling thread and hands the copies to the
-//    sink (the collecting session's RecordStore), or counts them as orphans when none collects.
+//    sink (the collecting session's RecordStore), or counts them as orphans when none collects;
+//    never throws into MSPTI (an exception while copying or recycling is caught and counted).
 // The static trampolines MSPTI calls route to the pool made current by bindCallbacks().
 // Thread-safety: everything here is thread-safe; request/complete take one leaf lock per buffer.
 #pragma once
