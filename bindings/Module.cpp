@@ -1,5 +1,7 @@
 // torch_mspti._C: configuration, registration and diagnostics of the MSPTI kineto plugin.
 // Import torch before this module (libtorch_cpu must be loaded; see torch_mspti/__init__.py).
+#include <memory>
+
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -34,16 +36,21 @@ NB_MODULE(_C, m) {
   m.def(
       "set_device_properties_provider",
       [](nb::callable provider) {
-        // Kept for the life of the process and captured by pointer: the function is copied into
-        // sessions on kineto's threads, which may not hold the GIL, so the Python object itself is
-        // never copied or released there. Called from kineto's processing thread: takes the GIL.
-        auto* held = new nb::callable(provider);
+        // One reference to the Python object, shared by the copies of the function that sessions
+        // take on kineto's threads (which may not hold the GIL): copying or dropping a copy
+        // touches only the shared count. The last copy (the provider replaced and no session
+        // left with it) releases the reference under the GIL; at interpreter exit it is left.
+        std::shared_ptr<PyObject> held(provider.inc_ref().ptr(), [](PyObject* o) {
+          if (!Py_IsInitialized() || torch_mspti::processExiting()) return;
+          nb::gil_scoped_acquire gil;
+          Py_DECREF(o);
+        });
         torch_mspti::PluginContext::process().setDevicePropertiesProvider(
             [held](const std::vector<int32_t>& devices) -> std::string {
               if (!Py_IsInitialized() || torch_mspti::processExiting()) return "";
               nb::gil_scoped_acquire gil;
               try {
-                return nb::cast<std::string>((*held)(devices));
+                return nb::cast<std::string>(nb::handle(held.get())(devices));
               } catch (...) {
                 return "";
               }
@@ -52,7 +59,8 @@ NB_MODULE(_C, m) {
       nb::arg("provider"),
       "Set the function that describes the NPUs of a trace for its deviceProperties: called with a\n"
       "list of logical device indices, it returns the JSON objects (comma-joined text) for them.\n"
-      "Exceptions it raises are swallowed (the trace then has no NPU device properties).");
+      "Exceptions it raises are swallowed (the trace then has no NPU device properties). The previous\n"
+      "provider is released once no session holds it. Thread-safe.");
 
   torch_mspti::bindings::bindConfig(m);
   torch_mspti::bindings::bindDiagnostics(m);

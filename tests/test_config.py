@@ -20,6 +20,7 @@ INT_SETTINGS = {
     "drain_poll_interval_ms": (10, [0, 1001]),
     "drain_quiet_flushes": (5, [0, 1001]),
     "drain_timeout_ms": (250, [-1, 600001]),
+    "max_session_records": (1000, [0, -1, (1 << 31) + 1]),
 }
 BOOL_SETTINGS = [
     "allow_missing_profapi",

@@ -3,7 +3,7 @@
 * Exit: once the process is exiting, sessions make no MSPTI call and give no warning (ExitGuard.h):
   the simulator's ``destroy_at_exit`` aborts with a message on any MSPTI call after its own static
   teardown, as real MSPTI's singletons may be gone then.
-* fork(): the fork guard holds the plugin's locks (buffer pool, stats, settings) across fork(), so
+* fork(): the fork guard holds every lock of the plugin (PluginContext::lockForFork) across fork(), so
   a child that asks for diagnostics() while completion threads were busy in the parent finds them
   free (ForkGuard.h).
 """

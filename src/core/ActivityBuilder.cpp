@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "LinkResolver.h"
 
@@ -259,8 +260,25 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
     }
   }
 
-  for (const auto& [key, range] : spans) {
-    const auto& [node, device, stream] = key;
+  // In a deterministic order, the one of the trace: by start, then op id, device and stream (the
+  // map's order follows node addresses, which change from run to run).
+  struct Span {
+    int64_t start, end;
+    const OpNode* node;
+    int32_t device, stream;
+  };
+  std::vector<Span> ordered;
+  ordered.reserve(spans.size());
+  for (const auto& [key, range] : spans)
+    ordered.push_back({range.first, range.second, std::get<0>(key), std::get<1>(key), std::get<2>(key)});
+  std::sort(ordered.begin(), ordered.end(), [](const Span& a, const Span& b) {
+    return std::tie(a.start, a.node->id, a.device, a.stream, a.end) <
+           std::tie(b.start, b.node->id, b.device, b.stream, b.end);
+  });
+  for (const Span& s : ordered) {
+    const OpNode* node = s.node;
+    const int32_t device = s.device, stream = s.stream;
+    const std::pair<int64_t, int64_t> range{s.start, s.end};
     auto& span = *buffer.activities.emplace_back(
         std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::GPU_USER_ANNOTATION, node->activity->name()));
     // Narrowed by the 1 ns kineto's writer adds on each side (see the header).

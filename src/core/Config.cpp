@@ -45,6 +45,11 @@ const Setting kSettings[] = {
      nullptr, 1, 1000},
     {"drain_timeout_ms", nullptr, Type::kInt, "ms", "1000", "upper bound of the drain in stop()",
      &ConfigSnapshot::drainTimeoutMs, nullptr, 0, 600000},
+    {"max_session_records", nullptr, Type::kInt, "records", "67108864",
+     "records one session keeps (device, API and external-correlation records together; a kernel launch is about "
+     "3); more are dropped and counted (dropped.over_cap). At the default, about 10 GB: ~150 bytes per record "
+     "(the record, the ledger and the trace tables built at stop)",
+     &ConfigSnapshot::maxSessionRecords, nullptr, 1, int64_t{1} << 31},
     {"drain_order", nullptr, Type::kChoice, "", "auto",
      "disable_first (MSPTI 26.1 pulls device data on Disable) or poll_first; auto picks by library generation", nullptr,
      nullptr, 0, 0, 1, kDrainOrders},

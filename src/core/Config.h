@@ -34,6 +34,7 @@ struct ConfigSnapshot {
   int64_t drainPollIntervalMs = 0;  // sleep between FlushAll polls while draining
   int64_t drainQuietFlushes = 0;    // empty flushes that end a drain when nothing is known pending
   int64_t drainTimeoutMs = 0;       // upper bound of the drain
+  int64_t maxSessionRecords = 0;    // records one session keeps (device, API, external); more counted
   DrainOrder drainOrder = DrainOrder::kAuto;
   ProfilerMode profiler = ProfilerMode::kAuto;
   std::string libraryPath;           // explicit libmspti path ("" = search)

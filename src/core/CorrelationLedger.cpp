@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 
 namespace torch_mspti {
 namespace {
@@ -13,6 +14,51 @@ bool containsNoCase(std::string_view text, std::string_view part) {
   return it != text.end();
 }
 
+// The kernel-launch calls of the CANN runtime (RUNTIME_API names, without and with the legacy
+// "rt" prefix) and of ACL, exactly (mspti.md 4; the simulator reports "LaunchKernelV2"). Other
+// calls with "Launch" in their name start no kernel: aclrtLaunchCallback and aclrtLaunchHostFunc
+// run a host function.
+constexpr std::string_view kKernelLaunches[] = {
+    "AicpuKernelLaunchExWithArgs",
+    "CpuKernelLaunch",
+    "CpuKernelLaunchExWithArgs",
+    "KernelLaunch",
+    "KernelLaunchEx",
+    "KernelLaunchWithFlag",
+    "KernelLaunchWithFlagV2",
+    "KernelLaunchWithHandle",
+    "KernelLaunchWithHandleV2",
+    "LaunchKernel",
+    "LaunchKernelByFuncHandle",
+    "LaunchKernelByFuncHandleV2",
+    "LaunchKernelByFuncHandleV3",
+    "LaunchKernelV2",
+    "LaunchKernelWithConfig",
+    "LaunchKernelWithHostArgs",
+    "VectorCoreKernelLaunch",
+    "aclrtLaunchKernel",
+    "aclrtLaunchKernelV2",
+    "aclrtLaunchKernelWithConfig",
+    "aclrtLaunchKernelWithHostArgs",
+    "rtAicpuKernelLaunchExWithArgs",
+    "rtCpuKernelLaunch",
+    "rtCpuKernelLaunchWithFlag",
+    "rtKernelLaunch",
+    "rtKernelLaunchEx",
+    "rtKernelLaunchWithFlag",
+    "rtKernelLaunchWithFlagV2",
+    "rtKernelLaunchWithHandle",
+    "rtKernelLaunchWithHandleV2",
+    "rtLaunchKernelByFuncHandle",
+    "rtLaunchKernelByFuncHandleV2",
+    "rtLaunchKernelByFuncHandleV3",
+    "rtVectorCoreKernelLaunch",
+};
+
+bool isKernelLaunch(std::string_view name) {
+  return std::binary_search(std::begin(kKernelLaunches), std::end(kKernelLaunches), name);
+}
+
 }  // namespace
 
 LaunchClass classifyApiName(std::string_view name) {
@@ -20,7 +66,7 @@ LaunchClass classifyApiName(std::string_view name) {
   if (containsNoCase(name, "memset")) return LaunchClass::kMemset;
   if (containsNoCase(name, "hccl") || containsNoCase(name, "hcom") || containsNoCase(name, "lccl"))
     return LaunchClass::kCommunication;
-  if (containsNoCase(name, "launch")) return LaunchClass::kKernel;
+  if (isKernelLaunch(name)) return LaunchClass::kKernel;
   return LaunchClass::kNone;
 }
 
@@ -47,8 +93,15 @@ void CorrelationLedger::recount(const LaunchEntry& before, const LaunchEntry& af
   if (a >= 0) ++pending_[a];
 }
 
+bool CorrelationLedger::junk(uint64_t id) {
+  const uint64_t floor = std::max(staleBelow_, maxId_);
+  if (id <= floor || id - floor <= kMaxIdGap) return false;
+  ++junkIds_;
+  return true;
+}
+
 void CorrelationLedger::noteExternal(const ExternalCorrelationRecord& e) {
-  if (e.correlationId == 0 || e.correlationId <= staleBelow_) return;
+  if (e.correlationId == 0 || e.correlationId <= staleBelow_ || junk(e.correlationId)) return;
   maxId_ = std::max(maxId_, e.correlationId);
   knows_ = true;
   firstOwnId_ = std::min(firstOwnId_, e.correlationId);
@@ -60,11 +113,16 @@ void CorrelationLedger::noteExternal(const ExternalCorrelationRecord& e) {
   recount(before, entry);
 }
 
-void CorrelationLedger::noteApi(const ApiRecord& api, int32_t index) {
+void CorrelationLedger::noteApi(const ApiRecord& api, int64_t index) {
   const LaunchClass c = api.name ? classifyApiName(*api.name) : LaunchClass::kNone;
   ++apiCalls_[static_cast<int>(c)];
   if (api.correlationId == 0 || api.correlationId <= staleBelow_) return;
-  maxId_ = std::max(maxId_, api.correlationId);
+  // Only a launch call vouches for its id (a call that launches nothing carries its thread's
+  // current id, possibly an earlier session's).
+  if (c != LaunchClass::kNone) {
+    if (junk(api.correlationId)) return;
+    maxId_ = std::max(maxId_, api.correlationId);
+  }
   LaunchEntry& entry = entries_[api.correlationId];
   const LaunchEntry before = entry;
   if (entry.firstApi < 0 || api.start < entry.firstApiStart) {
@@ -84,12 +142,20 @@ void CorrelationLedger::noteApi(const ApiRecord& api, int32_t index) {
 }
 
 void CorrelationLedger::noteDevice(const DeviceRecord& d) {
-  maxId_ = std::max(maxId_, d.correlationId);
   if (d.correlationId == 0 || d.correlationId <= staleBelow_) return;
   LaunchEntry& entry = entries_[d.correlationId];
   const LaunchEntry before = entry;
   ++entry.deviceRecords;
   recount(before, entry);
+}
+
+void CorrelationLedger::noteDeviceIfKnown(const DeviceRecord& d) {
+  if (d.correlationId == 0 || d.correlationId <= staleBelow_) return;
+  auto it = entries_.find(d.correlationId);
+  if (it == entries_.end()) return;
+  const LaunchEntry before = it->second;
+  ++it->second.deviceRecords;
+  recount(before, it->second);
 }
 
 uint64_t CorrelationLedger::pending(uint32_t waitFor) const {

@@ -30,9 +30,10 @@ namespace torch_mspti {
 // The device work a launch call starts.
 enum class LaunchClass : uint8_t { kNone = 0, kKernel, kCommunication, kMemcpy, kMemset, kCount };
 
-// Classifies an API record name (case-insensitive substrings): "memcpy" -> kMemcpy, "memset" ->
-// kMemset, "hccl"/"hcom"/"lccl" -> kCommunication, "launch" -> kKernel (LaunchKernelV2,
-// rtKernelLaunch, aclrtLaunchKernel...), anything else -> kNone (a call that launches nothing).
+// Classifies an API record name: case-insensitive substrings "memcpy" -> kMemcpy, "memset" ->
+// kMemset, "hccl"/"hcom"/"lccl" -> kCommunication; the exact kernel-launch calls of the runtime
+// and ACL (LaunchKernelV2, rtKernelLaunch, aclrtLaunchKernel, ... : the table in the .cpp) ->
+// kKernel; anything else -> kNone (a call that launches nothing, aclrtLaunchCallback included).
 // The names are those of the CANN runtime and ACL APIs MSPTI reports (mspti.md 4); a library
 // naming launches otherwise leaves them unclassified, which costs the drain its early exit and
 // the link its launch time (the earliest API record of the id is used then), never a wrong link.
@@ -43,8 +44,8 @@ LaunchClass classOfDeviceKind(uint32_t kind);
 struct LaunchEntry {
   uint64_t opHint = 0;     // first CUSTOM0 external id (torch's op id), 0 = none
   uint64_t userHint = 0;   // first CUSTOM1 external id (torch's user-range id), 0 = none
-  int32_t launchApi = -1;  // index (RecordStore::apis) of the earliest API record classified as a launch
-  int32_t firstApi = -1;   // index of the earliest API record with this id
+  int64_t launchApi = -1;  // index (RecordStore::apis) of the earliest API record classified as a launch
+  int64_t firstApi = -1;   // index of the earliest API record with this id
   int64_t launchApiStart = 0;
   int64_t firstApiStart = 0;
   LaunchClass launchClass = LaunchClass::kNone;
@@ -59,14 +60,28 @@ class CorrelationLedger {
 
   void noteExternal(const ExternalCorrelationRecord& e);
   // `api` is the record at `index` of the store's API records.
-  void noteApi(const ApiRecord& api, int32_t index);
+  void noteApi(const ApiRecord& api, int64_t index);
   void noteDevice(const DeviceRecord& d);
+  // A device record that is not kept (over the store's cap): ends its launch's wait when the id
+  // has an entry, never adds one.
+  void noteDeviceIfKnown(const DeviceRecord& d);
 
   // Launches still waiting for a device record of a class in `waitFor` (bit 1 << LaunchClass;
   // bit 1 << kNone = unclassified launches).
   uint64_t pending(uint32_t waitFor) const;
   bool knowsLaunches() const { return knows_; }
+  // The highest id this session saw launched (an EXTERNAL_CORRELATION record or a launch call,
+  // i.e. minted while it collected), junk ids excepted; 0 when none. Device records and calls
+  // that launch nothing never raise it. It becomes the next sessions' `staleBelow`.
   uint64_t maxCorrelationId() const { return maxId_; }
+  // Launched ids more than kMaxIdGap above every sane id so far (and `staleBelow`): a foreign or
+  // misread record (MSPTI's ids are one process-wide counter from 1). Ignored: no entry, no
+  // effect on maxCorrelationId() or firstOwnId(); their device records are windowed like rows
+  // whose launch is unknown. The bound assumes fewer than 2^32 ids are minted between two
+  // sessions (or before the first) without the plugin collecting: over an hour at 10^6 launches
+  // per second. Counted per record (an id named by an external record and a launch call: 2).
+  uint64_t junkIds() const { return junkIds_; }
+  static constexpr uint64_t kMaxIdGap = uint64_t{1} << 32;
   uint64_t staleBelow() const { return staleBelow_; }
   // Lowest id minted in this session that the session saw at its launch (external record or
   // launch call), UINT64_MAX when none: device records below it with no entry are stale.
@@ -80,6 +95,7 @@ class CorrelationLedger {
 
  private:
   void recount(const LaunchEntry& before, const LaunchEntry& after);
+  bool junk(uint64_t id);                   // counts it
   static int bucket(const LaunchEntry& e);  // pending bucket, -1 when not pending
 
   const uint64_t staleBelow_;
@@ -90,6 +106,7 @@ class CorrelationLedger {
   bool knows_ = false;
   uint64_t maxId_ = 0;
   uint64_t firstOwnId_ = UINT64_MAX;
+  uint64_t junkIds_ = 0;
 };
 
 }  // namespace torch_mspti

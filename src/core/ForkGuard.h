@@ -6,7 +6,9 @@
 // makes the child refuse profiling instead:
 //  * participants (registerForkParticipant) hold the locks that MSPTI's threads or the plugin take
 //    across fork() (prepare), release them in the parent and reset what the child must not use
-//    (child); ForkGuard itself knows none of them;
+//    (child); ForkGuard itself knows none of them. Its own registration lock is not held across
+//    fork(): it is held while calling pthread_atfork, whose lock fork() holds while it runs the
+//    prepare handlers (participants register once, when the process's context is built);
 //  * the child is marked: forkedFromMsptiParent() is true there (and in every process it forks in
 //    turn) once MSPTI had been loaded, and the library then reports itself unavailable with
 //    kForkedChildReason, so a session started in the child fails cleanly (one warning) and a

@@ -87,7 +87,11 @@ LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock,
     const uint64_t id = valid[i]->correlationId;
     size_t j = i;
     int64_t firstStart = valid[i]->start;
-    while (j < valid.size() && valid[j]->correlationId == id) firstStart = std::min(firstStart, valid[j++]->start);
+    // Rows without a correlation id (0) share no launch: each is windowed by its own start and
+    // becomes a launch of its own (its own trace id).
+    if (id == 0) ++j;
+    else
+      while (j < valid.size() && valid[j]->correlationId == id) firstStart = std::min(firstStart, valid[j++]->start);
     const uint32_t rows = static_cast<uint32_t>(j - i);
 
     Launch launch;
@@ -95,7 +99,7 @@ LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock,
     if (const LaunchEntry* e = id ? ledger.find(id) : nullptr) {
       launch.opHint = e->opHint;
       launch.userHint = e->userHint;
-      const int32_t call = e->launchApi >= 0 ? e->launchApi : e->firstApi;
+      const int64_t call = e->launchApi >= 0 ? e->launchApi : e->firstApi;
       if (call >= 0) launch.call = &apis[static_cast<size_t>(call)];
     }
     if (launch.call && clock.trusted()) {

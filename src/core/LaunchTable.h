@@ -7,14 +7,16 @@
 //  1. timing: a record with start = end = 0 has no timing (MSPTI's mark, mspti.md 3.4) and one
 //     with end < start or start <= 0 is invalid: dropped; start = end != 0 is a real, very short
 //     task: kept as a zero-length row;
-//  2. earlier sessions: ids at or below the highest id an earlier session saw, and (when this
-//     session saw its own launches) ids below its first own launch that it never saw launched,
-//     are earlier sessions' records delivered late: dropped;
+//  2. earlier sessions: ids at or below the highest id an earlier session saw launched (junk ids
+//     excepted, CorrelationLedger::junkIds), and (when this session saw its own launches) ids
+//     below its first own launch that it never saw launched, are earlier sessions' records
+//     delivered late: dropped;
 //  3. duplicates (same id, times, device, stream, kind, name): dropped;
 //  4. window: a launch belongs to the session when its launch call started inside
 //     [window start, window end] — where the device ran it does not matter, so a kernel launched
 //     before stop() and still running then is kept; without a trusted launch time, by the
-//     row's device start, up to `collectionEnd` (when MSPTI stopped recording launches);
+//     row's device start, up to `collectionEnd` (when MSPTI stopped recording launches); rows
+//     without a correlation id (0) are not one launch: each is windowed on its own;
 //  5. lanes: logical device from ASCEND_RT_VISIBLE_DEVICES; per (device, stream), rows in
 //     order of their end (a stream runs its tasks one after another, so their ends are in
 //     execution order, while a reported start can be early: mspti.md 4, timestamp bugs and clock
@@ -47,7 +49,9 @@ struct Launch {
   int64_t callEnd = 0;
   uint64_t opHint = 0;    // CUSTOM0 external id: torch's op id MSPTI saw on top of its stack
   uint64_t userHint = 0;  // CUSTOM1 external id: the user range on top
-  uint32_t firstRow = 0;  // rows [firstRow, firstRow + rowCount) of LaunchTable::rows
+  // Rows [firstRow, firstRow + rowCount) of LaunchTable::rows; 32 bits suffice: a session keeps
+  // at most max_session_records (<= 2^31) records.
+  uint32_t firstRow = 0;
   uint32_t rowCount = 0;
 };
 
@@ -58,7 +62,9 @@ struct Window {
 };
 
 struct LaunchTable {
-  std::vector<Launch> launches;  // ascending correlation id (id 0: rows without one, last)
+  // Ascending correlation id; rows without one (id 0) last, each a launch of its own (one row,
+  // windowed by its own device start), in order of start.
+  std::vector<Launch> launches;
   std::vector<DeviceRow> rows;
   std::vector<int32_t> devices;  // logical devices with rows, ascending
 

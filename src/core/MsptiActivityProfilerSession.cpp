@@ -160,7 +160,8 @@ void MsptiActivityProfilerSession::start() {
 bool MsptiActivityProfilerSession::arm() {
   if (!subscribed_) return false;  // the constructor said why
   MsptiActivityApi api(*fns_);
-  store_ = std::make_shared<RecordStore>(deps_.staleBelow ? deps_.staleBelow->load() : 0);
+  store_ = std::make_shared<RecordStore>(deps_.staleBelow ? deps_.staleBelow->load() : 0,
+                                         static_cast<uint64_t>(std::max<int64_t>(deps_.config.maxSessionRecords, 1)));
   deps_.pool->configure(static_cast<size_t>(deps_.config.bufferSizeBytes),
                         static_cast<size_t>(deps_.config.bufferPoolCap));
   poolAtStart_ = deps_.pool->counters();
@@ -286,11 +287,14 @@ void MsptiActivityProfilerSession::collect() {
   counters_.nullCompletions = pool.nullCompletions - poolAtStart_.nullCompletions;
   counters_.foreignBuffers = pool.foreign - poolAtStart_.foreign;
   counters_.orphanRecords = pool.orphanRecords - poolAtStart_.orphanRecords;
+  counters_.failedCompletions = pool.failedCompletions - poolAtStart_.failedCompletions;
   counters_.add(forwarder_->counters().since(forwarderAtStart_));
   for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) counters_.recordsByKind[i] = store_->recordsByKind()[i];
   counters_.abandonedBuffers = store_->abandonedBuffers();
   counters_.abandonedBytes = store_->abandonedBytes();
   counters_.afterCollection = store_->afterCollection();
+  counters_.junkCorrelationIds = store_->ledger().junkIds();
+  counters_.overCap = store_->overCap();
 
   hostClock_ = HostClock::decide(store_->apis(), clockAtStart_, ClockSample::now());
   const Window window{startNs_, stopNs_, std::max(stopNs_, disabledAt ? disabledAt : nowNs())};
@@ -355,6 +359,10 @@ void MsptiActivityProfilerSession::collect() {
     warnOnce("window", fmt::format("torch-mspti: {} device records were dropped: their launch lies outside the "
                                    "profiling window",
                                    counters_.outOfWindow));
+  if (counters_.overCap > 0)
+    warnOnce("over-cap", fmt::format("torch-mspti: {} records were dropped: this session reached "
+                                     "max_session_records={} (raise it, or profile a shorter window)",
+                                     counters_.overCap, deps_.config.maxSessionRecords));
   if (counters_.staleRecords > 0)
     warnOnce("stale", fmt::format("torch-mspti: {} records of an earlier session arrived in this one and were dropped",
                                   counters_.staleRecords));

@@ -1,5 +1,7 @@
 #include "MsptiBufferPool.h"
 
+#include <new>
+
 #include "MsptiRecordWalker.h"
 
 namespace torch_mspti {
@@ -28,8 +30,8 @@ void MsptiBufferPool::configure(size_t bytes, size_t cap) {
 void MsptiBufferPool::setSink(std::shared_ptr<RecordStore> sink) { sink_.store(std::move(sink)); }
 
 PoolCounters MsptiBufferPool::counters() const {
-  return {requested_.load(),       completed_.load(), declined_.load(),
-          nullCompletions_.load(), foreign_.load(),   orphans_.load()};
+  return {requested_.load(), completed_.load(), declined_.load(), nullCompletions_.load(),
+          foreign_.load(),   orphans_.load(),   failed_.load()};
 }
 
 size_t MsptiBufferPool::outstanding() const {
@@ -40,6 +42,18 @@ size_t MsptiBufferPool::outstanding() const {
 size_t MsptiBufferPool::pooled() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return free_.size();
+}
+
+void MsptiBufferPool::lockForFork() {
+  mutex_.lock();
+  forkSink_ = sink_.load();
+  if (forkSink_) forkSink_->lockForFork();
+}
+
+void MsptiBufferPool::unlockAfterFork() {
+  if (forkSink_) forkSink_->unlockAfterFork();
+  forkSink_.reset();
+  mutex_.unlock();
 }
 
 void MsptiBufferPool::bindCallbacks() { gBound.store(this, std::memory_order_release); }
@@ -94,13 +108,14 @@ void MsptiBufferPool::request(uint8_t** buffer, size_t* size) {
 }
 
 void MsptiBufferPool::recycle(ActivityBuffer buffer) {
+  if (recycleFault_.load(std::memory_order_relaxed)) throw std::bad_alloc();
   std::lock_guard<std::mutex> lock(mutex_);
   if (free_.size() < kMaxFree && buffer.size() == bytes_.load(std::memory_order_relaxed))
     free_.push_back(std::move(buffer));
   // else: freed here, when `buffer` goes out of scope
 }
 
-void MsptiBufferPool::complete(uint8_t* buffer, size_t size, size_t validSize) {
+void MsptiBufferPool::complete(uint8_t* buffer, size_t size, size_t validSize) noexcept {
   completed_.fetch_add(1, std::memory_order_relaxed);
   if (!buffer) {
     // After a declined request MSPTI hands back an empty slot (mspti.md 5.1).
@@ -129,10 +144,13 @@ void MsptiBufferPool::complete(uint8_t* buffer, size_t size, size_t validSize) {
     if (sink) sink->append(batch);
     else orphans_.fetch_add(batch.records, std::memory_order_relaxed);
     batch.clear();
+    if (own) recycle(std::move(own));
   } catch (...) {
-    // Out of memory while copying: the buffer's records are lost; nothing may escape into MSPTI.
+    // Out of memory while copying or recycling: nothing may escape into MSPTI's C thread (it
+    // would end in std::terminate). The buffer is freed (`own` goes out of scope); whatever its
+    // records were not yet appended is lost, and counted.
+    failed_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (own) recycle(std::move(own));
 }
 
 }  // namespace torch_mspti

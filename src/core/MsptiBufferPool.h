@@ -11,7 +11,8 @@
 //    case it declines (NULL, 0) and counts it;
 //  * complete: may run on several threads at once and inside FlushAll (mspti.md 5.2); tolerates
 //    (NULL, 0, 0); walks the buffer to its end on the calling thread and hands the copies to the
-//    sink (the collecting session's RecordStore), or counts them as orphans when none collects.
+//    sink (the collecting session's RecordStore), or counts them as orphans when none collects;
+//    never throws into MSPTI (an exception while copying or recycling is caught and counted).
 // The static trampolines MSPTI calls route to the pool made current by bindCallbacks().
 // Thread-safety: everything here is thread-safe; request/complete take one leaf lock per buffer.
 #pragma once
@@ -52,7 +53,8 @@ struct PoolCounters {
   uint64_t declined = 0;
   uint64_t nullCompletions = 0;
   uint64_t foreign = 0;
-  uint64_t orphanRecords = 0;  // records delivered while no sink collected
+  uint64_t orphanRecords = 0;      // records delivered while no sink collected
+  uint64_t failedCompletions = 0;  // completions that threw (out of memory copying or recycling)
 };
 
 class MsptiBufferPool {
@@ -79,11 +81,18 @@ class MsptiBufferPool {
   static void onComplete(uint8_t* buffer, size_t size, size_t validSize);
 
   void request(uint8_t** buffer, size_t* size);
-  void complete(uint8_t* buffer, size_t size, size_t validSize);
+  // Never throws: an exception while walking, appending or recycling is caught and counted in
+  // failedCompletions (it would otherwise unwind into MSPTI's C thread and end in std::terminate).
+  void complete(uint8_t* buffer, size_t size, size_t validSize) noexcept;
 
-  // The fork guard holds the pool's lock across fork() so the child finds it consistent.
-  void lockForFork() { mutex_.lock(); }
-  void unlockAfterFork() { mutex_.unlock(); }
+  // Test seam: makes recycling a completed buffer throw std::bad_alloc (as a full free list's
+  // allocation could), to show that complete() contains it.
+  void setRecycleFaultForTest(bool on) { recycleFault_.store(on, std::memory_order_relaxed); }
+
+  // The fork guard holds the pool's lock, and those of the collecting session's store, across
+  // fork() so the child finds them consistent.
+  void lockForFork();
+  void unlockAfterFork();
 
   static constexpr size_t kMaxFree = 4;  // buffers kept for reuse between sessions
 
@@ -92,11 +101,14 @@ class MsptiBufferPool {
 
   std::atomic<size_t> bytes_{8u << 20};
   std::atomic<size_t> cap_{64};
-  std::atomic<uint64_t> requested_{0}, completed_{0}, declined_{0}, nullCompletions_{0}, foreign_{0}, orphans_{0};
+  std::atomic<uint64_t> requested_{0}, completed_{0}, declined_{0}, nullCompletions_{0}, foreign_{0}, orphans_{0},
+      failed_{0};
+  std::atomic<bool> recycleFault_{false};
   std::atomic<std::shared_ptr<RecordStore>> sink_;
   mutable std::mutex mutex_;  // outstanding_ and free_
   std::unordered_map<const uint8_t*, ActivityBuffer> outstanding_;
   std::vector<ActivityBuffer> free_;
+  std::shared_ptr<RecordStore> forkSink_;  // the sink locked by lockForFork()
 };
 
 }  // namespace torch_mspti

@@ -87,6 +87,11 @@ class MsptiLibrary {
   }
   LibraryReport report() const;
 
+  // The fork guard holds the lock across fork(), so a fork during the first load waits for it to
+  // end and the child finds the lock free (report() takes it).
+  void lockForFork() { mutex_.lock(); }
+  void unlockAfterFork() { mutex_.unlock(); }
+
  private:
   bool tryCandidate(const std::string& path, const std::string& source, bool allowMissingProfapi);
   bool adoptHandle(void* handle, const std::string& path, const std::string& source);

@@ -28,6 +28,10 @@ class NameTable {
   const std::string* intern(const char* s);
   size_t size() const;
 
+  // The fork guard holds the lock across fork() (through the collecting RecordStore).
+  void lockForFork() { mutex_.lock(); }
+  void unlockAfterFork() { mutex_.unlock(); }
+
  private:
   mutable std::mutex mutex_;
   std::unordered_set<std::string> names_;  // node-based: addresses survive rehashing

@@ -63,11 +63,17 @@ std::string readVersion(const std::string& library) {
 
 }  // namespace
 
+namespace {
+std::mutex gPeerMutex;  // detectPeerBackend's cache
+}  // namespace
+
+void lockPeerBackendsForFork() { gPeerMutex.lock(); }
+void unlockPeerBackendsAfterFork() { gPeerMutex.unlock(); }
+
 PeerBackend detectPeerBackend() {
-  static std::mutex mutex;
   static std::pair<unsigned long long, unsigned long long> seen{~0ull, ~0ull};
   static PeerBackend cached;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::mutex> lock(gPeerMutex);
   std::pair<unsigned long long, unsigned long long> now{0, 0};
   dl_iterate_phdr(&counters, &now);
   if (now == seen && now.first != 0) return cached;

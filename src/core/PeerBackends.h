@@ -39,5 +39,8 @@ struct PeerBackend {
 };
 
 PeerBackend detectPeerBackend();
+// For the fork guard (and its test): hold detectPeerBackend's lock across fork().
+void lockPeerBackendsForFork();
+void unlockPeerBackendsAfterFork();
 
 }  // namespace torch_mspti

@@ -9,32 +9,45 @@
 
 #include "ForkGuard.h"
 #include "PeerBackends.h"
+#include "Registration.h"
 
 namespace torch_mspti {
 namespace {
 
-void prepareFork(void* self) {
-  auto* c = static_cast<PluginContext*>(self);
-  c->config.lockForFork();
-  c->pool.lockForFork();
-  c->stats.lockForFork();
-}
+void prepareFork(void* self) { static_cast<PluginContext*>(self)->lockForFork(); }
 
-void afterForkInParent(void* self) {
-  auto* c = static_cast<PluginContext*>(self);
-  c->stats.unlockAfterFork();
-  c->pool.unlockAfterFork();
-  c->config.unlockAfterFork();
-}
+void afterForkInParent(void* self) { static_cast<PluginContext*>(self)->unlockAfterFork(); }
 
 void afterForkInChild(void* self) {
   auto* c = static_cast<PluginContext*>(self);
   // The parent's pushes are on the parent's MSPTI stack: never popped from here.
   c->forwarder.abandon();
-  afterForkInParent(self);
+  c->unlockAfterFork();
 }
 
 }  // namespace
+
+// Outer locks first: the registration takes the settings' and the peer scan's locks while it
+// holds its own; no other plugin lock is taken while one of these is held.
+void PluginContext::lockForFork() {
+  lockRegistrationForFork();
+  config.lockForFork();
+  lockPeerBackendsForFork();
+  library.lockForFork();  // held for the whole first load: a fork then waits for the load to end
+  providerMutex_.lock();
+  stats.lockForFork();
+  pool.lockForFork();  // and the collecting session's store and name table
+}
+
+void PluginContext::unlockAfterFork() {
+  pool.unlockAfterFork();
+  stats.unlockAfterFork();
+  providerMutex_.unlock();
+  library.unlockAfterFork();
+  unlockPeerBackendsAfterFork();
+  config.unlockAfterFork();
+  unlockRegistrationAfterFork();
+}
 
 PluginContext& PluginContext::process() {
   static PluginContext* context = new PluginContext();  // never destroyed, see the header
@@ -50,8 +63,12 @@ const MsptiFunctions* PluginContext::loadLibrary(const ConfigSnapshot& cfg) {
 }
 
 void PluginContext::setDevicePropertiesProvider(DevicePropertiesProvider provider) {
-  std::lock_guard<std::mutex> lock(providerMutex_);
-  provider_ = std::move(provider);
+  {
+    std::lock_guard<std::mutex> lock(providerMutex_);
+    provider_.swap(provider);
+  }
+  // `provider` now holds the previous one: released here, outside the lock (releasing it may run
+  // the binding's code, e.g. take the GIL and drop a Python object).
 }
 
 SessionDeps PluginContext::sessionDeps() {

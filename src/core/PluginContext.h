@@ -56,9 +56,17 @@ class PluginContext {
   const MsptiFunctions* loadLibrary(const ConfigSnapshot& config);
 
   // Device properties for "deviceProperties": set by the Python package (it knows torch_npu's and
-  // the simulator's device objects); called with the logical devices of a trace.
+  // the simulator's device objects); called with the logical devices of a trace. The previous
+  // provider is destroyed once no session holds a copy (outside the context's lock). Thread-safe.
   using DevicePropertiesProvider = std::function<std::string(const std::vector<int32_t>&)>;
   void setDevicePropertiesProvider(DevicePropertiesProvider provider);
+
+  // The fork guard's participant: takes every lock of the plugin, outer first — the registration,
+  // the settings, the peer-backend scan, the loaded library, the device-properties provider, the
+  // session reports, the buffer pool and the collecting session's record store and name table —
+  // and releases them (in the parent and, after fork(), in the child). Public for the test.
+  void lockForFork();
+  void unlockAfterFork();
 
   Config config;
   MsptiLibrary library;

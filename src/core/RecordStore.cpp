@@ -13,8 +13,28 @@ void RecordStore::append(WalkResult& batch) {
     batch.clear();
     return;
   }
+  // The cap: keep what fits (device rows first, then launch calls, then hints), count the rest.
+  // A device record over the cap still ends its launch's wait (noteDeviceIfKnown: no new entry).
+  uint64_t room = maxRecords_ > kept_ ? maxRecords_ - kept_ : 0;
+  auto fit = [&room](size_t n) {
+    const uint64_t k = std::min<uint64_t>(n, room);
+    room -= k;
+    return static_cast<size_t>(k);
+  };
+  const size_t devices = fit(batch.devices.size()), apis = fit(batch.apis.size()),
+               externals = fit(batch.externals.size());
+  const uint64_t over =
+      (batch.devices.size() - devices) + (batch.apis.size() - apis) + (batch.externals.size() - externals);
+  if (over > 0) {
+    overCap_ += over;
+    for (size_t i = devices; i < batch.devices.size(); ++i) ledger_.noteDeviceIfKnown(batch.devices[i]);
+    batch.devices.resize(devices);
+    batch.apis.resize(apis);
+    batch.externals.resize(externals);
+  }
+  kept_ += devices + apis + externals;
   for (const auto& e : batch.externals) ledger_.noteExternal(e);
-  int32_t index = static_cast<int32_t>(apis_.size());
+  int64_t index = static_cast<int64_t>(apis_.size());
   for (const auto& a : batch.apis) ledger_.noteApi(a, index++);
   for (const auto& d : batch.devices) {
     ledger_.noteDevice(d);
@@ -71,6 +91,11 @@ uint64_t RecordStore::maxCorrelationId() const {
 std::vector<uint32_t> RecordStore::devicesSeen() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return devicesSeen_;
+}
+
+uint64_t RecordStore::overCap() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return overCap_;
 }
 
 uint64_t RecordStore::afterCollection() const {

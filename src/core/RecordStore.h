@@ -2,6 +2,8 @@
 // correlation ledger (CorrelationLedger.h) kept up to date as they arrive, and the session's
 // interned strings.
 //
+// The store is bounded (max_session_records): records beyond the cap are counted, not kept.
+//
 // Collection ends with seal(): records completed after it (a completion that was still running
 // when a FlushAll failed, or a library that keeps delivering) are counted, not kept, so readers
 // after seal() see a store that no longer changes.
@@ -24,7 +26,10 @@ namespace torch_mspti {
 class RecordStore {
  public:
   // Correlation ids at or below `staleBelow` (the highest id earlier sessions saw) are theirs.
-  explicit RecordStore(uint64_t staleBelow) : ledger_(staleBelow) {}
+  // At most `maxRecords` records (device, API and external records together; the setting
+  // max_session_records) are kept; the ledger grows only with kept records.
+  explicit RecordStore(uint64_t staleBelow, uint64_t maxRecords = UINT64_MAX)
+      : maxRecords_(maxRecords), ledger_(staleBelow) {}
 
   NameTable& names() { return names_; }
 
@@ -46,6 +51,8 @@ class RecordStore {
   uint64_t maxCorrelationId() const;
   // Records that arrived after seal().
   uint64_t afterCollection() const;
+  // Records not kept because the store held `maxRecords` already.
+  uint64_t overCap() const;
   // Physical devices named by the device records so far.
   std::vector<uint32_t> devicesSeen() const;
 
@@ -61,10 +68,24 @@ class RecordStore {
   uint64_t abandonedBuffers() const { return abandonedBuffers_; }
   uint64_t abandonedBytes() const { return abandonedBytes_; }
 
+  // The fork guard holds the store's and its name table's locks across fork() (through the
+  // buffer pool's sink), so no completion is inside them at that moment.
+  void lockForFork() {
+    mutex_.lock();
+    names_.lockForFork();
+  }
+  void unlockAfterFork() {
+    names_.unlockAfterFork();
+    mutex_.unlock();
+  }
+
  private:
   NameTable names_;
   mutable std::mutex mutex_;
   bool sealed_ = false;
+  const uint64_t maxRecords_;
+  uint64_t kept_ = 0;
+  uint64_t overCap_ = 0;
   std::atomic<uint64_t> records_{0};
   uint64_t afterCollection_ = 0;
   std::vector<DeviceRecord> devices_;

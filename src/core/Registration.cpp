@@ -70,6 +70,9 @@ RegistrationStatus registerProfiler(PluginContext& context) {
   return gStatus;
 }
 
+void lockRegistrationForFork() { gMutex.lock(); }
+void unlockRegistrationAfterFork() { gMutex.unlock(); }
+
 RegistrationStatus registrationStatus() {
   std::lock_guard<std::mutex> lock(gMutex);
   return gStatus;

@@ -35,6 +35,9 @@ struct RegistrationStatus {
 // Registers once per process (later calls return the first outcome).
 RegistrationStatus registerProfiler(PluginContext& context);
 RegistrationStatus registrationStatus();
+// For the fork guard (and its test): hold the registration's lock across fork().
+void lockRegistrationForFork();
+void unlockRegistrationAfterFork();
 std::string privateUse1BackendName();
 const char* profilerModeName(ProfilerMode m);
 

@@ -31,6 +31,8 @@ enum class CounterMerge : uint8_t { kSum, kMax };
   X("buffers", abandonedBuffers, "abandoned", kStop, kSum,                                                           \
     "buffers whose tail held an unknown kind or a truncated record")                                                 \
   X("buffers", abandonedBytes, "abandoned_bytes", kStop, kSum, "bytes not walked in abandoned buffers")              \
+  X("buffers", failedCompletions, "failed", kStop, kSum,                                                             \
+    "completions that threw (out of memory copying or recycling): the buffer freed, its unappended records lost")    \
   X("correlation", correlationErrors, "errors", kStop, kSum, "failed external-correlation push/pop calls")           \
   X("correlation", correlationOverflow, "overflow", kStop, kSum,                                                     \
     "ops nested deeper than the per-thread stack (not forwarded, not logged)")                                       \
@@ -38,6 +40,9 @@ enum class CounterMerge : uint8_t { kSum, kMax };
     "ids still on MSPTI's stack at stop (popped by stop)")                                                           \
   X("correlation", correlationInterleaved, "interleaved", kStop, kSum,                                               \
     "pops that returned another thread's id: threads interleave on MSPTI's process-global stack")                    \
+  X("correlation", junkCorrelationIds, "junk_ids", kStop, kSum,                                                      \
+    "launched correlation ids far above the session's others (foreign or misread records): ignored, never a "        \
+    "watermark")                                                                                                     \
   X("correlation", opsLogged, "ops_logged", kStop, kSum, "op and user-range ids logged per thread")                  \
   X("correlation", opLogLost, "op_log_lost", kStop, kSum, "op ids not logged (no memory for a log chunk)")           \
   X("correlation", staleStackEntries, "stale_stack_entries", kStop, kSum,                                            \
@@ -52,6 +57,7 @@ enum class CounterMerge : uint8_t { kSum, kMax };
   X("dropped", afterCollection, "after_collection", kStop, kSum,                                                     \
     "records completed after this session had finished collecting")                                                  \
   X("dropped", orphanRecords, "orphan", kStop, kSum, "records delivered while no session was collecting")            \
+  X("dropped", overCap, "over_cap", kStop, kSum, "records not kept: the session already held max_session_records")   \
   X("repaired", overlapRepairs, "overlaps", kStop, kSum,                                                             \
     "device rows moved so that no two rows of one stream overlap")                                                   \
   X("repaired", maxOverlapShiftNs, "max_shift_ns", kStop, kMax, "largest start shift of such a repair, ns")          \

@@ -20,8 +20,12 @@
 
 namespace torch_mspti::sim {
 
+// `fixedId` != 0 (option foreign_correlation_id): every record carries that id instead of a fresh
+// one, and each kernel is preceded by its launch (an EXTERNAL_CORRELATION record, CUSTOM0 external
+// id 1, and a RUNTIME_API "LaunchKernelV2" record): a foreign or misread buffer with a junk id.
 // 0 when delivered, -1 when no callbacks were ever registered (nothing is allocated then).
 int completeForeignBuffer(ActivityBuffers& buffers, CorrelationIds& ids, NameTable& names,
-                          const Environment& environment, SimCounters& counters, uint32_t kernels, bool onNewThread);
+                          const Environment& environment, SimCounters& counters, uint32_t kernels, bool onNewThread,
+                          uint64_t fixedId = 0);
 
 }  // namespace torch_mspti::sim

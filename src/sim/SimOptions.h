@@ -34,6 +34,7 @@ enum class Option : size_t {
   kBadTimingEvery,          // every Nth KERNEL record gets zero or inverted timing (0 = off)
   kUnknownKindEvery,        // a record of kind 99 precedes every Nth KERNEL record (0 = off)
   kNeverDeliver,            // kernels run but their records never reach a buffer
+  kForeignCorrelationId,    // != 0: msptiSimCompleteForeignBuffer's records carry this id (as uint64)
   kCount
 };
 

@@ -103,7 +103,8 @@ msptiResult Simulator::popExternalCorrelationId(uint32_t kind, uint64_t* lastId)
 }
 
 int Simulator::completeForeignBuffer(uint32_t kernels, bool onNewThread) {
-  return sim::completeForeignBuffer(buffers_, ids_, names_, environment_, counters_, kernels, onNewThread);
+  return sim::completeForeignBuffer(buffers_, ids_, names_, environment_, counters_, kernels, onNewThread,
+                                    static_cast<uint64_t>(options_.get(Option::kForeignCorrelationId)));
 }
 
 void Simulator::fillStats(msptiSimStats* out) const {

@@ -190,6 +190,10 @@ uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
 //   "never_deliver"        1: tasks run on the timeline but their device records (KERNEL,
 //                          COMMUNICATION, MEMCPY, MEMSET) are never written (counted as dropped);
 //                          API/external records still are (0)
+//   "foreign_correlation_id" != 0: msptiSimCompleteForeignBuffer's records all carry this id (the
+//                          value read as uint64: -2 is 2^64 - 2), each kernel after its launch
+//                          (EXTERNAL_CORRELATION CUSTOM0 1, RUNTIME_API "LaunchKernelV2"): a
+//                          foreign or misread buffer with a junk correlation id (0)
 // Returns 0 on success, -1 for an unknown key or an out-of-range value.
 int msptiSimSetOption(const char* key, int64_t value);
 

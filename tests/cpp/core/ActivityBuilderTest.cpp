@@ -215,6 +215,37 @@ TEST_F(ActivityBuilderTest, UserRangesBecomeSpansOverTheirRowsPerStream) {
     EXPECT_EQ(k->linked->correlationId(), k->name() == "outside" ? 1 : 60) << k->name();
 }
 
+// Spans are handed to kineto in order of their start (then op id, device, stream), not in the
+// order of node addresses or lanes: here stream 2's rows of the range start before stream 1's.
+TEST_F(ActivityBuilderTest, UserRangeSpansAreOrderedByStart) {
+  RecordBuilder b;
+  b.external(layout::kCustom1, 60, 5).api(at(1100), at(1110), 1, kOpThread, 5, "LaunchKernelV2");
+  b.kernel(at(3000), at(3100), 0, 2, 5, "early on stream 2");
+  b.external(layout::kCustom1, 60, 6).api(at(1200), at(1210), 1, kOpThread, 6, "LaunchKernelV2");
+  b.kernel(at(3200), at(3300), 0, 1, 6, "later on stream 1");
+  b.kernel(at(3400), at(3500), 1, 1, 6, "later still, device 1");
+  build(b);
+  const auto spans = of(ActivityType::GPU_USER_ANNOTATION);
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0]->resource, 2);
+  EXPECT_EQ(spans[0]->startTime, T + 3000 + 1);
+  EXPECT_EQ(spans[1]->resource, 1);
+  EXPECT_EQ(spans[1]->device, 0);
+  EXPECT_EQ(spans[2]->device, 1);
+  for (size_t i = 1; i < spans.size(); ++i) EXPECT_LE(spans[i - 1]->startTime, spans[i]->startTime);
+}
+
+// Rows without a correlation id are launches of their own: each gets its own trace id.
+TEST_F(ActivityBuilderTest, RowsWithoutIdGetOneTraceIdEach) {
+  RecordBuilder b;
+  b.kernel(at(3000), at(3100), 0, 1, 0, "x").kernel(at(3200), at(3300), 0, 1, 0, "y");
+  build(b);
+  const auto kernels = of(ActivityType::CONCURRENT_KERNEL);
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_NE(kernels[0]->id, kernels[1]->id);
+  EXPECT_NE(arg(kernels[0], "correlation"), arg(kernels[1], "correlation"));
+}
+
 TEST(ActivityBuilderNames, CollectivesAndDataTypes) {
   EXPECT_EQ(collectiveName("hcom_allReduce__360_0_1"), "allreduce");
   EXPECT_EQ(collectiveName("HcclReduceScatter"), "reduce_scatter");

@@ -5,6 +5,7 @@
 // as differences and each scenario runs on fresh threads where it matters.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -290,6 +291,40 @@ TEST_F(CorrelationForwarderTest, AbandonForgetsWithoutCallingMspti) {
   uint64_t left = 0;
   FakeMspti::pop(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &left);
   fwd.pop(Fwd::kOps);
+}
+
+// disarm() running between a push's check of the session and its call into MSPTI: the push finds
+// the session gone after its call and takes the id back, so MSPTI's stack is left as it was. The
+// race is made deterministic by a push entry point that runs disarm() first, as the profiler
+// thread would at that moment.
+std::atomic<CorrelationForwarder*> gDisarmInPush{nullptr};
+std::atomic<uint64_t> gDisarmPopped{0}, gPops{0};
+msptiResult pushAfterDisarm(msptiExternalCorrelationKind kind, uint64_t id) {
+  if (CorrelationForwarder* f = gDisarmInPush.exchange(nullptr)) gDisarmPopped = f->disarm();
+  return FakeMspti::push(kind, id);
+}
+msptiResult countedPop(msptiExternalCorrelationKind kind, uint64_t* lastId) {
+  ++gPops;
+  return FakeMspti::pop(kind, lastId);
+}
+
+TEST_F(CorrelationForwarderTest, APushRacingDisarmIsTakenBack) {
+  MsptiFunctions racing = table;
+  racing.pushExternalCorrelationId = &pushAfterDisarm;
+  racing.popExternalCorrelationId = &countedPop;
+  fwd.arm(&racing);
+  fwd.push(Fwd::kOps, 1);  // forwarded before the race
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 1u);
+  gDisarmInPush = &fwd;
+  fwd.push(Fwd::kOps, 2);  // disarm() runs inside this push, before MSPTI gets id 2
+  EXPECT_FALSE(fwd.armed());
+  EXPECT_EQ(gDisarmPopped.load(), 1u);        // disarm() popped id 1 only: id 2 was not pushed yet
+  EXPECT_EQ(fake.stackDepth(kOpsStack), 0u);  // ... and the push took id 2 back
+  EXPECT_EQ(gPops.load(), 2u);
+  fwd.pop(Fwd::kOps);  // later pops of this thread never reach MSPTI
+  fwd.pop(Fwd::kOps);
+  EXPECT_EQ(gPops.load(), 2u);
+  EXPECT_EQ(delta().correlationErrors, 0u);
 }
 
 }  // namespace

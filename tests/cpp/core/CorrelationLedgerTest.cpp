@@ -41,6 +41,12 @@ TEST(CorrelationLedger, ClassifiesLaunchCallsByName) {
   EXPECT_EQ(classifyApiName("hcom_broadcast"), LaunchClass::kCommunication);
   EXPECT_EQ(classifyApiName("LcclAllGather"), LaunchClass::kCommunication);
   EXPECT_EQ(classifyApiName("StreamSynchronize"), LaunchClass::kNone);
+  // Calls named "launch" that start no kernel: a host callback or host function.
+  EXPECT_EQ(classifyApiName("aclrtLaunchCallback"), LaunchClass::kNone);
+  EXPECT_EQ(classifyApiName("aclrtLaunchHostFunc"), LaunchClass::kNone);
+  EXPECT_EQ(classifyApiName("LaunchKernelV2Extra"), LaunchClass::kNone);
+  EXPECT_EQ(classifyApiName("aclrtLaunchKernelWithConfig"), LaunchClass::kKernel);
+  EXPECT_EQ(classifyApiName("rtLaunchKernelByFuncHandleV3"), LaunchClass::kKernel);
   EXPECT_EQ(classifyApiName(""), LaunchClass::kNone);
   EXPECT_EQ(classOfDeviceKind(MSPTI_ACTIVITY_KIND_KERNEL), LaunchClass::kKernel);
   EXPECT_EQ(classOfDeviceKind(MSPTI_ACTIVITY_KIND_COMMUNICATION), LaunchClass::kCommunication);
@@ -136,6 +142,56 @@ TEST(CorrelationLedger, IdsOfEarlierSessionsNeverWait) {
   EXPECT_EQ(l.staleBelow(), 100u);
   l.noteDevice(device(0, MSPTI_ACTIVITY_KIND_KERNEL));  // no id: no entry
   EXPECT_EQ(l.find(0), nullptr);
+}
+
+// An aclrtLaunchCallback record shares the id of the launch before it (or mints nothing): it must
+// not leave its id pending as a kernel launch.
+TEST(CorrelationLedger, LaunchCallbackLeavesNothingPending) {
+  const std::string callback = "aclrtLaunchCallback";
+  CorrelationLedger l(0);
+  l.noteApi(api(9, &callback), 0);
+  EXPECT_EQ(l.pending(1u << static_cast<int>(LaunchClass::kKernel)), 0u);
+  EXPECT_EQ(l.apiCalls(LaunchClass::kNone), 1u);
+  EXPECT_FALSE(l.knowsLaunches());
+}
+
+// The watermark later sessions use comes only from ids this session saw launched, and a junk id
+// (a foreign or misread record, 2^64 - 2) far above the others is counted, not trusted.
+TEST(CorrelationLedger, WatermarkComesOnlyFromSaneLaunchedIds) {
+  const std::string kernel = "LaunchKernelV2", sync = "StreamSynchronize";
+  constexpr uint64_t kJunk = UINT64_MAX - 1;
+  CorrelationLedger l(100);
+  l.noteDevice(device(kJunk, MSPTI_ACTIVITY_KIND_KERNEL));  // a device record names no launch
+  l.noteApi(api(5000, &sync), 0);                           // a call that launches nothing
+  EXPECT_EQ(l.maxCorrelationId(), 0u);
+  l.noteExternal({MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1, kJunk});
+  l.noteApi(api(kJunk, &kernel), 1);
+  EXPECT_EQ(l.junkIds(), 2u);
+  EXPECT_EQ(l.maxCorrelationId(), 0u);
+  EXPECT_FALSE(l.knowsLaunches());
+  EXPECT_EQ(l.pending(kAll), 0u);  // a junk launch never holds the drain
+  l.noteApi(api(101, &kernel), 2);
+  l.noteExternal({MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 7, 102});
+  EXPECT_EQ(l.maxCorrelationId(), 102u);
+  EXPECT_EQ(l.firstOwnId(), 101u);
+  // Far above the sane ids, not merely above the watermark: junk.
+  l.noteApi(api(102 + CorrelationLedger::kMaxIdGap + 1, &kernel), 3);
+  EXPECT_EQ(l.junkIds(), 3u);
+  l.noteApi(api(102 + CorrelationLedger::kMaxIdGap, &kernel), 4);
+  EXPECT_EQ(l.maxCorrelationId(), 102 + CorrelationLedger::kMaxIdGap);
+  EXPECT_EQ(l.junkIds(), 3u);
+}
+
+// Over the store's cap a device record still ends its launch's wait, but adds no entry.
+TEST(CorrelationLedger, DeviceRecordsNotKeptEndWaitsWithoutEntries) {
+  const std::string kernel = "LaunchKernelV2";
+  CorrelationLedger l(0);
+  l.noteApi(api(3, &kernel), 0);
+  EXPECT_EQ(l.pending(kAll), 1u);
+  l.noteDeviceIfKnown(device(3, MSPTI_ACTIVITY_KIND_KERNEL));
+  l.noteDeviceIfKnown(device(4, MSPTI_ACTIVITY_KIND_KERNEL));
+  EXPECT_EQ(l.pending(kAll), 0u);
+  EXPECT_EQ(l.size(), 1u);
 }
 
 }  // namespace

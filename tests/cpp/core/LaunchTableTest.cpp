@@ -193,5 +193,26 @@ TEST(LaunchTable, HintsComeFromTheLedgerAndRowsWithoutIdGoLast) {
   EXPECT_EQ(r.table.launches[1].correlationId, 0u);
 }
 
+// Rows without a correlation id are not one launch: a stale one before start() must not take the
+// others with it, one long after collection must not ride on them, and each gets its own trace id.
+TEST(LaunchTable, RowsWithoutIdAreWindowedOneByOne) {
+  RecordBuilder b;
+  b.kernel(at(500), at(510), 0, 1, 0, "before start");
+  b.kernel(at(1500), at(1510), 0, 1, 0, "inside");
+  b.kernel(at(1700), at(1710), 0, 2, 0, "inside too");
+  b.kernel(at(9000), at(9010), 0, 1, 0, "long after collection");
+  const Built r = build(b);
+  ASSERT_EQ(r.table.launches.size(), 2u);
+  EXPECT_EQ(r.counters.outOfWindow, 2u);
+  ASSERT_EQ(r.table.rows.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.table.launches[i].correlationId, 0u);
+    EXPECT_EQ(r.table.launches[i].rowCount, 1u);
+    EXPECT_EQ(r.table.launches[i].firstRow, i);
+  }
+  EXPECT_EQ(r.table.rows[0].record.start, T + 1500);
+  EXPECT_EQ(r.table.rows[1].record.start, T + 1700);
+}
+
 }  // namespace
 }  // namespace torch_mspti::test

@@ -162,6 +162,26 @@ TEST(MsptiBufferPool, RecordsWithoutASinkAreOrphans) {
   EXPECT_EQ(p.store->records(), 0u);
 }
 
+// An exception while recycling (out of memory growing the free list) must not unwind into
+// MSPTI's C thread: complete() contains it, counts it, and the records already appended stay.
+TEST(MsptiBufferPool, ExceptionWhileRecyclingIsContainedAndCounted) {
+  Pool p;
+  p.pool.setRecycleFaultForTest(true);
+  uint8_t* a = p.request();
+  ASSERT_NE(a, nullptr);
+  RecordBuilder records = kernels(2);
+  std::memcpy(a, records.data(), records.size());
+  EXPECT_NO_THROW(p.pool.complete(a, kBytes, records.size()));
+  EXPECT_EQ(p.pool.counters().failedCompletions, 1u);
+  EXPECT_EQ(p.pool.outstanding(), 0u);
+  EXPECT_EQ(p.pool.pooled(), 0u);  // freed, not kept
+  EXPECT_EQ(p.store->records(), 2u);
+  p.pool.setRecycleFaultForTest(false);
+  p.complete(p.request(), kernels(1));
+  EXPECT_EQ(p.pool.counters().failedCompletions, 1u);
+  EXPECT_EQ(p.pool.pooled(), 1u);
+}
+
 TEST(MsptiBufferPool, TrampolinesReachTheBoundPoolOnly) {
   auto p = std::make_unique<Pool>();
   p->pool.bindCallbacks();

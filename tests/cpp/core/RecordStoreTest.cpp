@@ -109,5 +109,33 @@ TEST(RecordStore, ConcurrentAppendsAndSealLoseNothingUncounted) {
   EXPECT_EQ(store.records(), store.devices().size());
 }
 
+// max_session_records: the store keeps what fits (device rows first, then launch calls, then
+// hints), counts the rest, and a device record over the cap still ends its launch's wait.
+TEST(RecordStore, CapKeepsWhatFitsAndCountsTheRest) {
+  RecordStore store(0, 5);
+  RecordBuilder first;
+  first.external(layout::kCustom0, 7, 1).api(10, 20, 1, 2, 1, "LaunchKernelV2");
+  first.external(layout::kCustom0, 8, 2).api(30, 40, 1, 2, 2, "LaunchKernelV2");
+  appendRecords(store, first);  // 4 kept
+  EXPECT_EQ(store.pendingLaunches(kKernelBit), 2u);
+  RecordBuilder second;
+  second.kernel(50, 60, 0, 1, 1, "a").kernel(70, 80, 0, 1, 2, "b");
+  second.external(layout::kCustom0, 9, 3).api(90, 95, 1, 2, 3, "LaunchKernelV2");
+  appendRecords(store, second);  // room for one: kernel a
+  EXPECT_EQ(store.overCap(), 3u);
+  EXPECT_EQ(store.pendingLaunches(kKernelBit), 0u);  // b ended id 2's wait; id 3 never noted
+  EXPECT_EQ(store.ledger().find(3), nullptr);
+  RecordBuilder third;
+  third.kernel(100, 110, 0, 1, 9, "c");
+  appendRecords(store, third);
+  EXPECT_EQ(store.overCap(), 4u);
+  EXPECT_EQ(store.ledger().size(), 2u);
+  store.seal();
+  ASSERT_EQ(store.devices().size(), 1u);
+  EXPECT_EQ(store.devices()[0].correlationId, 1u);
+  EXPECT_EQ(store.apis().size(), 2u);
+  EXPECT_EQ(store.externals().size(), 2u);
+}
+
 }  // namespace
 }  // namespace torch_mspti::test

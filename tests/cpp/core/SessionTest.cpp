@@ -224,5 +224,26 @@ TEST_F(SessionTest, OlderLibraryWithoutExternalCorrelationStillLinksByTheLaunchC
   EXPECT_EQ(logger.kernels()[0]->link, "recovered");  // no hint to verify, the launch call decides
 }
 
+// max_session_records bounds a session: what does not fit is counted (in the report and the
+// trace's health report) and named in one warning.
+TEST_F(SessionTest, RecordsOverTheCapAreCountedAndWarned) {
+  h.config.maxSessionRecords = 4;
+  auto s = h.session();
+  s->start();
+  runOp(*s, 5);  // 5 launches: 5 external, 5 API and 5 kernel records
+  s->stop();
+  CollectingLogger logger;
+  s->processTrace(logger, ops.callback(), 0, 0);
+  const SessionReport r = s->report();
+  const uint64_t received = r.counters.recordsByKind[MSPTI_ACTIVITY_KIND_KERNEL] +
+                            r.counters.recordsByKind[MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] +
+                            r.counters.recordsByKind[MSPTI_ACTIVITY_KIND_RUNTIME_API];
+  EXPECT_EQ(received, 15u);
+  EXPECT_EQ(r.counters.overCap, received - 4);
+  EXPECT_LE(r.counters.deviceRows, 4u);
+  EXPECT_TRUE(h.warned("max_session_records=4"));
+  EXPECT_NE(s->getMetadata().at("torch_mspti").find("\"over_cap\":11"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace torch_mspti::test
