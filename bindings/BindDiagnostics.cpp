@@ -58,7 +58,7 @@ nb::typed<nb::dict, nb::str, nb::any> pluginDict(const PluginReport& r) {
   d["mode"] = profilerModeName(r.registration.mode);
   d["other_factory"] = r.registration.otherFactory;
   d["other_profiler"] = peerObject(r.peer);
-  d["message"] = pyText(r.registration.message);
+  d["message"] = pyText(servingMessage(r.registration, r.peer, r.lastTraceOurs));
   d["privateuse1_backend"] = pyText(r.backend);
   d["backend_named"] = r.backend != "privateuseone";
   d["configure_calls"] = r.configureCalls;
@@ -205,6 +205,9 @@ void bindDiagnostics(nb::module_& m) {
           "warnings", [](const SessionReport& r) { return pyTexts(r.warnings); },
           "The warnings the session gave (keys).")
       .def_ro("enabled_kinds", &SessionReport::enabledKinds)
+      .def_prop_ro(
+          "not_collected", [](const SessionReport& r) { return pyTexts(r.notCollected); },
+          "Device kinds requested but not collected, each with why and what the trace lacks.")
       .def_ro("host_clock", &SessionReport::hostClock, "Clock of MSPTI's API records (HostClock).")
       .def_ro("counters", &SessionReport::counters)
       .def_ro("drain", &SessionReport::drain)
