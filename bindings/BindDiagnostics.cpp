@@ -32,7 +32,7 @@ struct PluginReport {
   uint64_t configureCalls = 0, deviceSessions = 0, sessions = 0, outstanding = 0, pooled = 0;
   int64_t lastConfigureNs = 0;
   int lastTraceOurs = -1;
-  bool factoryCalled = false, forkedChild = false;
+  bool factoryCalled = false, forkedChild = false, lastTraceUnnamedBackend = false;
 };
 
 nb::object peerObject(const PeerBackend& p) {
@@ -71,6 +71,9 @@ nb::typed<nb::dict, nb::str, nb::any> pluginDict(const PluginReport& r) {
   d["buffers_outstanding"] = r.outstanding;
   d["buffers_pooled"] = r.pooled;
   d["forked_child"] = r.forkedChild;
+  // The latest trace had no device session because the backend was unnamed: why, and the fix.
+  d["no_device_session_reason"] =
+      r.lastTraceUnnamedBackend ? nb::object(nb::str(kUnnamedBackendReason)) : nb::object(nb::none());
   return d;
 }
 
@@ -247,6 +250,7 @@ void bindDiagnostics(nb::module_& m) {
         r.deviceSessions = c.status.deviceSessions.load();
         r.lastConfigureNs = c.status.lastConfigureNs.load();
         r.lastTraceOurs = c.status.lastTraceOurs.load();
+        r.lastTraceUnnamedBackend = c.status.lastTraceUnnamedBackend.load();
         r.sessions = c.stats.sessions();
         r.outstanding = c.pool.outstanding();
         r.pooled = c.pool.pooled();

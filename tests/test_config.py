@@ -199,9 +199,13 @@ def test_an_unknown_variable_is_reported_with_the_closest_setting():
     r = _run(code, TORCH_MSPTI_BUFER_SIZE="64M")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["errors"] == out["diag"] == [
-        "TORCH_MSPTI_BUFER_SIZE is not a torch-mspti variable and is ignored (did you mean TORCH_MSPTI_BUFFER_SIZE?)"
-    ]
+    assert (
+        out["errors"]
+        == out["diag"]
+        == [
+            "TORCH_MSPTI_BUFER_SIZE is not a torch-mspti variable and is ignored (did you mean TORCH_MSPTI_BUFFER_SIZE?)"
+        ]
+    )
     assert out["buffer_size"] == 8 << 20  # the typo set nothing
     warned = [ln for ln in r.stderr.splitlines() if "RuntimeWarning" in ln]
     assert len(warned) == 1 and "did you mean TORCH_MSPTI_BUFFER_SIZE?" in warned[0], r.stderr

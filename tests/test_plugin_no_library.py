@@ -128,3 +128,25 @@ def test_library_variable_set_after_import_is_named_with_use_library(tmp_path):
         assert "TORCH_MSPTI_LIBRARY" in text and "after torch_mspti was imported" in text, text
         assert f"torch_mspti.use_library('{out['library']}')" in text, text
     assert "use_library" in out["fix"], out["fix"]
+
+
+def test_a_device_profile_with_no_privateuse1_backend_named_gives_one_warning_and_a_reason(tmp_path):
+    # Neither torch_npu nor the simulator named the backend: torch drops ProfilerActivity.PrivateUse1
+    # before kineto, so no device session starts; the user is told once why, diagnostics keep it.
+    run = simrun.run(WORKLOAD, tmp_path, rename=False, profiles=2)
+    assert [p["session"] for p in run.profiles] == [None, None]
+    told = [w for w in run.warnings + run.stderr.splitlines() if "PrivateUse1 backend is not named" in w]
+    assert len(told) == 1, run.warnings + run.stderr.splitlines()[-20:]
+    assert "import torch_npu" in told[0].lower() or "Import torch_npu" in told[0], told[0]
+    assert "torch_mspti.sim.enable()" in told[0], told[0]
+    plugin = run.diagnostics["plugin"]
+    assert run.diagnostics["last_session"] is None and plugin["backend_named"] is False, plugin
+    assert "PrivateUse1 backend is not named" in (plugin["no_device_session_reason"] or ""), plugin
+    assert "PrivateUse1 backend is not named" in run.diagnostics_repr, run.diagnostics_repr
+
+
+def test_a_named_backend_gives_no_unnamed_backend_reason(tmp_path):
+    run = simrun.run(WORKLOAD, tmp_path)
+    assert run.profiles[0]["session"] is not None
+    assert not [w for w in run.warnings + run.stderr.splitlines() if "backend is not named" in w]
+    assert run.diagnostics["plugin"]["no_device_session_reason"] is None

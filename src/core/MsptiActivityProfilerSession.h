@@ -139,9 +139,9 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   const MsptiFunctions* fns_ = nullptr;
   SessionState state_ = SessionState::kConfigured;
   std::vector<std::string> errors_;
-  std::vector<std::string> warned_;  // keys of warnings given
-  std::string copiesNote_;           // why MEMCPY/MEMSET cannot deliver ("" when they can)
-  std::string lastEnableNote_;       // the note of the latest enable() ("" when fine)
+  std::vector<std::string> warned_;        // keys of warnings given
+  std::string copiesNote_;                 // why MEMCPY/MEMSET cannot deliver ("" when they can)
+  std::string lastEnableNote_;             // the note of the latest enable() ("" when fine)
   std::vector<std::string> notCollected_;  // SessionReport::notCollected
   bool subscribed_ = false;
   bool armed_ = false;

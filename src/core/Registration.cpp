@@ -89,12 +89,13 @@ std::string servingMessage(const RegistrationStatus& status, const PeerBackend& 
   }
   const char* tense = lastTraceOurs == 1 ? "served the last trace's NPU lane" : "serves the NPU lane";
   if (peer.present)
-    return fmt::format("torch-mspti: {}; {} is loaded and adds nothing (torch-mspti holds the MSPTI subscriber)",
-                       tense, peer.description);
+    return fmt::format("torch-mspti: {}; {} is loaded and adds nothing (torch-mspti holds the MSPTI subscriber)", tense,
+                       peer.description);
   if (status.otherFactory)
-    return fmt::format("torch-mspti: {}; it replaced the PrivateUse1 profiler registered before it "
-                       "(TORCH_MSPTI_PROFILER={})",
-                       tense, profilerModeName(status.mode));
+    return fmt::format(
+        "torch-mspti: {}; it replaced the PrivateUse1 profiler registered before it "
+        "(TORCH_MSPTI_PROFILER={})",
+        tense, profilerModeName(status.mode));
   return lastTraceOurs == 1 ? "torch-mspti: served the last trace's NPU lane" : status.message;
 }
 

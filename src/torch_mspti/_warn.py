@@ -35,7 +35,7 @@ def _bootstrap(filename: str) -> bool:
 
 
 def _internal(filename: str) -> bool:
-    if filename.startswith("<frozen importlib") or filename.startswith("<frozen zipimport"):
+    if filename.startswith(("<frozen importlib", "<frozen zipimport")):
         return True
     path = os.path.abspath(filename)
     torch_dir = _torch_dir()
