@@ -32,7 +32,7 @@ struct PluginReport {
   uint64_t configureCalls = 0, deviceSessions = 0, sessions = 0, outstanding = 0, pooled = 0;
   int64_t lastConfigureNs = 0;
   int lastTraceOurs = -1;
-  bool factoryCalled = false, forkedChild = false;
+  bool factoryCalled = false, forkedChild = false, lastTraceUnnamedBackend = false;
 };
 
 nb::object peerObject(const PeerBackend& p) {
@@ -58,7 +58,7 @@ nb::typed<nb::dict, nb::str, nb::any> pluginDict(const PluginReport& r) {
   d["mode"] = profilerModeName(r.registration.mode);
   d["other_factory"] = r.registration.otherFactory;
   d["other_profiler"] = peerObject(r.peer);
-  d["message"] = pyText(r.registration.message);
+  d["message"] = pyText(servingMessage(r.registration, r.peer, r.lastTraceOurs));
   d["privateuse1_backend"] = pyText(r.backend);
   d["backend_named"] = r.backend != "privateuseone";
   d["configure_calls"] = r.configureCalls;
@@ -71,6 +71,9 @@ nb::typed<nb::dict, nb::str, nb::any> pluginDict(const PluginReport& r) {
   d["buffers_outstanding"] = r.outstanding;
   d["buffers_pooled"] = r.pooled;
   d["forked_child"] = r.forkedChild;
+  // The latest trace had no device session because the backend was unnamed: why, and the fix.
+  d["no_device_session_reason"] =
+      r.lastTraceUnnamedBackend ? nb::object(nb::str(kUnnamedBackendReason)) : nb::object(nb::none());
   return d;
 }
 
@@ -207,6 +210,9 @@ void bindDiagnostics(nb::module_& m) {
           "warnings", [](const SessionReport& r) { return pyTexts(r.warnings); },
           "The warnings the session gave (keys).")
       .def_ro("enabled_kinds", &SessionReport::enabledKinds)
+      .def_prop_ro(
+          "not_collected", [](const SessionReport& r) { return pyTexts(r.notCollected); },
+          "Device kinds requested but not collected, each with why and what the trace lacks.")
       .def_ro("host_clock", &SessionReport::hostClock, "Clock of MSPTI's API records (HostClock).")
       .def_ro("counters", &SessionReport::counters)
       .def_ro("drain", &SessionReport::drain)
@@ -246,6 +252,7 @@ void bindDiagnostics(nb::module_& m) {
         r.deviceSessions = c.status.deviceSessions.load();
         r.lastConfigureNs = c.status.lastConfigureNs.load();
         r.lastTraceOurs = c.status.lastTraceOurs.load();
+        r.lastTraceUnnamedBackend = c.status.lastTraceUnnamedBackend.load();
         r.sessions = c.stats.sessions();
         r.outstanding = c.pool.outstanding();
         r.pooled = c.pool.pooled();

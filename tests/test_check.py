@@ -338,6 +338,13 @@ def _records_dropped(t):
     t["torch_mspti"] = {"state": "processed", "dropped": {"out_of_window": 2, "duplicates": 5, "orphan": 0}}
 
 
+def _kinds_not_collected(t):
+    t["torch_mspti"] = {
+        "state": "processed",
+        "not_collected": ["COMMUNICATION: HCCL/LCCL collectives are not collected, so the trace has ..."],
+    }
+
+
 WARNED = [
     ("health-report-missing", _no_health_report),
     ("no-kernel-linked", _no_kernel_linked),
@@ -346,6 +353,7 @@ WARNED = [
     ("session-errors", _session_errors),
     ("launches-pending", _launches_pending),
     ("records-dropped", _records_dropped),
+    ("kinds-not-collected", _kinds_not_collected),
 ]
 
 

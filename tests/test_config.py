@@ -191,6 +191,61 @@ def test_several_bad_variables_give_one_warning_at_import_and_plain_doctor_shows
     assert shown[0].endswith(BUFFER_RANGE) and "TORCH_MSPTI_PROFILER='bogus'" in shown[1], shown
 
 
+def test_an_unknown_variable_is_reported_with_the_closest_setting():
+    code = (
+        "import json, torch_mspti as m; d = m.diagnostics(load_library=False).to_dict();"
+        "print(json.dumps({'errors': m.config.environment_errors(), 'diag': d['environment_errors'],"
+        " 'buffer_size': m.config.buffer_size}))"
+    )
+    r = _run(code, TORCH_MSPTI_BUFER_SIZE="64M")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (
+        out["errors"]
+        == out["diag"]
+        == [
+            "TORCH_MSPTI_BUFER_SIZE is not a torch-mspti variable and is ignored (did you mean TORCH_MSPTI_BUFFER_SIZE?)"
+        ]
+    )
+    assert out["buffer_size"] == 8 << 20  # the typo set nothing
+    warned = [ln for ln in r.stderr.splitlines() if "RuntimeWarning" in ln]
+    assert len(warned) == 1 and "did you mean TORCH_MSPTI_BUFFER_SIZE?" in warned[0], r.stderr
+    doctor = subprocess.run(
+        [sys.executable, "-m", "torch_mspti_cli", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TORCH_MSPTI_BUFER_SIZE": "64M", "COLUMNS": "1000"},
+    )
+    shown = [ln.strip() for ln in doctor.stdout.splitlines() if ln.strip().startswith("! TORCH_MSPTI_BUFER_SIZE")]
+    assert len(shown) == 1 and "TORCH_MSPTI_BUFFER_SIZE" in shown[0], doctor.stdout
+
+
+def test_variables_the_package_reads_that_are_not_settings_are_not_unknown():
+    r = _run("import torch_mspti as m; print(m.config.environment_errors())", TORCH_MSPTI_DISABLE="0")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]", r.stdout
+
+
+@pytest.mark.parametrize("statement", ["import torch", "import torch_mspti"])
+def test_a_settings_warning_points_at_the_users_import_line(tmp_path, statement):
+    script = tmp_path / "train.py"
+    script.write_text(f"import os\nimport sys\n{statement}\n")
+    r = subprocess.run(
+        [sys.executable, "-W", "always", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TORCH_MSPTI_BUFER_SIZE": "64M", "TORCH_MSPTI_DRAIN_TIMEOUT_MS": "abc"},
+    )
+    assert r.returncode == 0, r.stderr
+    warned = [ln for ln in r.stderr.splitlines() if "RuntimeWarning: torch-mspti" in ln]
+    assert len(warned) == 1, r.stderr
+    # "<file>:<line>: RuntimeWarning: ...": the user's import, not importlib, torch or torch_mspti
+    assert warned[0].startswith(f"{script}:3: RuntimeWarning"), warned[0]
+    assert "TORCH_MSPTI_DRAIN_TIMEOUT_MS='abc'" in warned[0] and "TORCH_MSPTI_BUFER_SIZE" in warned[0]
+
+
 def test_library_path_is_fixed_once_a_library_is_loaded():
     code = """
 import torch_mspti as m

@@ -88,6 +88,19 @@ def test_queued_launches_warn_once_per_session_naming_the_task_queue_setting(que
     assert TASK_QUEUE_FIX in queued.diagnostics_repr and "30 no_op_on_thread" in queued.diagnostics_repr
 
 
+@pytest.mark.parametrize("profile", [0, 1])
+def test_the_traces_health_report_is_the_report_diagnostics_give(queued, profile):
+    """kineto embeds the health report (getMetadata) before processTrace: the warnings decided from
+    the links and the final state must already be in it, and equal diagnostics().last_session."""
+    health = queued.traces[profile]["torch_mspti"]
+    session = queued.profiles[profile]["session"]
+    common = sorted(set(health) & set(session))
+    assert {"state", "errors", "warnings", "enabled_kinds", "drain", "dropped", "repaired", "buffers"} <= set(common)
+    assert health["warnings"] == ["task-queue"] and health["state"] == "processed", health
+    for key in common:
+        assert health[key] == session[key], (key, health[key], session[key])
+
+
 def test_doctor_explains_a_trace_of_queued_launches(queued, capsys):
     assert cli_main(["doctor", str(queued.trace_paths[0])]) == 0
     out = capsys.readouterr().out

@@ -58,6 +58,16 @@ def test_kernels_link_to_the_innermost_range_or_op(run):
     assert dict(audit.states) == {"verified" if mode == "api_records" else "unverified": CALLS}, audit.summary()
     # without API records nothing checked the hints: one warning says so
     assert session["warnings"] == ([] if mode == "api_records" else ["unverified"]), session["warnings"]
+    # and the trace's own health report says the same (kineto embeds it before processTrace)
+    health = result.trace["torch_mspti"]
+    assert (
+        (health["state"], health["warnings"])
+        == (session["state"], session["warnings"])
+        == (
+            "processed",
+            session["warnings"],
+        )
+    ), health
 
 
 def _spans(trace) -> dict:

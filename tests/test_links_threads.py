@@ -105,6 +105,7 @@ def test_without_api_records_the_interleave_is_unlinked_and_warned_about_once(tm
     warnings = plugin_warnings(run, "enable_api_records")
     assert len(warnings) == 1, warnings
     assert "ambiguous" in session["warnings"], session["warnings"]
+    assert run.trace["torch_mspti"]["warnings"] == session["warnings"], run.trace["torch_mspti"]  # the file says so too
     assert "3 ambiguous" in run.diagnostics_repr and "enable_api_records" in run.diagnostics_repr, run.diagnostics_repr
 
 

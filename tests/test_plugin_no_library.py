@@ -7,6 +7,8 @@ checks the exported trace, that nothing was raised, that exactly one warning sen
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -83,3 +85,68 @@ def test_explicit_library_that_is_a_directory_or_not_a_library_gives_distinct_re
     assert "director" in reasons["directory"].lower(), reasons
     # neither is mistaken for a missing file
     assert all("no such file" not in r.lower() for r in reasons.values()), reasons
+
+
+_LATE_LIBRARY_CHILD = """
+import json, os, sys, types, warnings
+import torch, torch_mspti
+from torch.profiler import ProfilerActivity, profile
+os.environ["TORCH_MSPTI_LIBRARY"] = torch_mspti.simulator_library()  # after import: too late
+torch.utils.rename_privateuse1_backend("npu")
+mod = types.ModuleType("npu")
+mod.synchronize = lambda *a, **k: None
+torch._register_device_module("npu", mod)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]):
+        torch.ones(3) * 2
+lib = torch_mspti.diagnostics(load_library=False).to_dict()["library"]
+print(json.dumps({"warnings": [str(w.message) for w in caught], "reason": lib["reason"], "fix": lib["fix"],
+                  "available": lib["available"], "library": os.environ["TORCH_MSPTI_LIBRARY"]}))
+"""
+
+
+def test_library_variable_set_after_import_is_named_with_use_library(tmp_path):
+    if Path("/usr/local/Ascend").exists():
+        pytest.skip("a CANN installation exists under /usr/local/Ascend")
+    proc = subprocess.run(
+        [sys.executable, "-c", _LATE_LIBRARY_CHILD],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=simrun.clean_environment(),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["available"] is False, out
+    told = [out["reason"], out["fix"]] + [ln for ln in proc.stderr.splitlines() if "torch-mspti" in ln]
+    told += [w for w in out["warnings"] if "torch-mspti" in w]
+    warned = [t for t in told[2:] if "NPU lane" in t or "collected nothing" in t]
+    assert warned, proc.stderr
+    for text in [out["reason"], warned[0]]:
+        assert "TORCH_MSPTI_LIBRARY" in text and "after torch_mspti was imported" in text, text
+        assert f"torch_mspti.use_library('{out['library']}')" in text, text
+    assert "use_library" in out["fix"], out["fix"]
+
+
+def test_a_device_profile_with_no_privateuse1_backend_named_gives_one_warning_and_a_reason(tmp_path):
+    # Neither torch_npu nor the simulator named the backend: torch drops ProfilerActivity.PrivateUse1
+    # before kineto, so no device session starts; the user is told once why, diagnostics keep it.
+    run = simrun.run(WORKLOAD, tmp_path, rename=False, profiles=2)
+    assert [p["session"] for p in run.profiles] == [None, None]
+    told = [w for w in run.warnings + run.stderr.splitlines() if "PrivateUse1 backend is not named" in w]
+    assert len(told) == 1, run.warnings + run.stderr.splitlines()[-20:]
+    assert "import torch_npu" in told[0].lower() or "Import torch_npu" in told[0], told[0]
+    assert "torch_mspti.sim.enable()" in told[0], told[0]
+    plugin = run.diagnostics["plugin"]
+    assert run.diagnostics["last_session"] is None and plugin["backend_named"] is False, plugin
+    assert "PrivateUse1 backend is not named" in (plugin["no_device_session_reason"] or ""), plugin
+    assert "PrivateUse1 backend is not named" in run.diagnostics_repr, run.diagnostics_repr
+
+
+def test_a_named_backend_gives_no_unnamed_backend_reason(tmp_path):
+    run = simrun.run(WORKLOAD, tmp_path)
+    assert run.profiles[0]["session"] is not None
+    assert not [w for w in run.warnings + run.stderr.splitlines() if "backend is not named" in w]
+    assert run.diagnostics["plugin"]["no_device_session_reason"] is None

@@ -336,3 +336,54 @@ def test_real_devices_run_the_same_check_with_torch_npus_hccl(tmp_path):
         assert not compute & {(row["pid"], row["tid"]) for row in rows}  # HCCL has its own streams
         info = json.loads(Path(r["trace"]).read_text())["distributedInfo"]
         assert (info["backend"], info["rank"], info["world_size"]) == ("hccl", r["rank"], len(devices))
+
+
+# ------------------------------------------------------------------------------------------ 8.1
+
+
+def test_without_communication_records_check_and_doctor_say_collectives_were_not_collected(tmp_path):
+    """The 8.1 generation has no COMMUNICATION kind: a DDP trace then holds the collectives' host-side
+    ops and no collective row. The health report says so, and check and doctor warn (not fail)."""
+    require_simulator()
+    from torch_mspti import simulator_library
+
+    env = _env(TORCH_MSPTI_LIBRARY=simulator_library("8.1"), COLUMNS="1000")
+    demo = [sys.executable, "-m", "torch_mspti_cli", "demo", "--workload", "ddp", "--ranks", "2", "--steps", "2"]
+    proc = subprocess.run(
+        [*demo, "--out", str(tmp_path / "trace.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    files = sorted((tmp_path / "trace_tb").glob("*.json"))
+    assert len(files) == 2, (files, proc.stdout[-2000:])
+    for f in files:
+        trace = json.loads(f.read_text())
+        events = trace["traceEvents"]
+        assert _host_comm_ops(events) and not _comm_rows(events), f  # the premise: host side only
+        health = trace["torch_mspti"]
+        assert "COMMUNICATION" not in health["enabled_kinds"], health["enabled_kinds"]
+        (note,) = health["not_collected"]
+        assert note.startswith("COMMUNICATION: HCCL/LCCL collectives are not collected") and "8.2" in note, note
+        report = subprocess.run(
+            [sys.executable, "-m", "torch_mspti_cli", "check", "--json", str(f)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert report.returncode == 0, report.stdout[-3000:]
+        warned = [w for w in json.loads(report.stdout)["warnings"] if w["rule"] == "kinds-not-collected"]
+        assert len(warned) == 1 and "collectives are not collected" in warned[0]["message"], report.stdout[-3000:]
+        doctor = subprocess.run(
+            [sys.executable, "-m", "torch_mspti_cli", "doctor", str(f)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert doctor.returncode == 0, doctor.stdout[-3000:]
+        assert "collectives are not collected" in doctor.stdout, doctor.stdout[-3000:]

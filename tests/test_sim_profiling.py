@@ -7,6 +7,7 @@ The same checks apply to a real NPU (marker npu) where one exists.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -181,3 +182,51 @@ def test_demo_trace_passes_structural_checks(tmp_path):
     lanes = simrun.exact_slices(tmp_path / "trace.json")
     assert any(e["cat"] == "gpu_user_annotation" for e in lanes)
     assert not simrun.lane_violations(lanes), simrun.lane_violations(lanes)[:3]
+
+
+_KEY_AVERAGES = r"""
+import json, torch, torch_mspti
+torch_mspti.sim.enable(launch_mode="direct")
+from torch.autograd import DeviceType
+from torch.profiler import profile, ProfilerActivity, record_function
+x = torch.randn(96, 96, device="npu")
+with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+    for i in range(3):
+        with record_function(f"ProfilerStep#{i}"):
+            with record_function("inner"):
+                y = x @ x
+            y = (y + 1).relu()
+    torch.npu.synchronize()
+rows = [{"key": e.key, "device": e.device_type == DeviceType.PrivateUse1, "user": bool(e.is_user_annotation),
+         "self": e.self_device_time_total} for e in prof.key_averages()]
+spans = [e.time_range.elapsed_us() for e in prof.events()
+         if e.device_type == DeviceType.PrivateUse1 and e.is_user_annotation]
+work = [e.time_range.elapsed_us() for e in prof.events()
+        if e.device_type == DeviceType.PrivateUse1 and not e.is_user_annotation]
+print(json.dumps({"rows": rows, "spans": spans, "work": work, "table": prof.key_averages().table()}))
+"""
+
+
+def test_key_averages_self_device_time_of_user_ranges_is_as_the_readme_says():
+    """README "User ranges": the device time of the work is counted once (the table's Self NPU total,
+    the device rows, the CPU ops that launched it); a user range's CPU row has no Self NPU; its
+    device-lane span is a row of its own (device NPU, user annotation) whose Self NPU is the span's
+    length, which torch 2.13 gives every GPU_USER_ANNOTATION (CUDA's too, pytorch/pytorch#130730)."""
+    require_simulator()
+    proc = run_child(_KEY_AVERAGES)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    rows, work = out["rows"], sum(out["work"])
+    assert work > 0 and out["spans"], out
+    close = pytest.approx(work, rel=1e-6, abs=0.01)
+    assert sum(r["self"] for r in rows if r["device"] and not r["user"]) == close  # device rows: once
+    assert sum(r["self"] for r in rows if not r["device"]) == close  # the CPU ops that launched it: once
+    cpu_ranges = [r for r in rows if r["user"] and not r["device"]]
+    assert {r["key"] for r in cpu_ranges} == {"ProfilerStep*", "inner"} and all(r["self"] == 0 for r in cpu_ranges)
+    device_ranges = [r for r in rows if r["user"] and r["device"]]
+    assert {r["key"] for r in device_ranges} == {"ProfilerStep*", "inner"}
+    assert sum(r["self"] for r in device_ranges) == pytest.approx(sum(out["spans"]), rel=1e-6, abs=0.01)
+    # the table's total counts the work, not the spans
+    total = next(ln for ln in out["table"].splitlines() if ln.startswith("Self NPU time total")).split(":")[1].strip()
+    value, unit = (total[:-2], total[-2:]) if total[-2:] in ("ms", "us") else (total[:-1], total[-1:])
+    assert float(value) * {"us": 1.0, "ms": 1e3, "s": 1e6}[unit] == pytest.approx(work, rel=1e-2), total

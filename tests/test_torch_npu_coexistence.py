@@ -116,7 +116,7 @@ def test_real_torch_npu_on_ascend(order, mode):
         assert out["plugin"]["last_trace_used_ours"] is False
         assert trace.get("torch_mspti") is None
         return
-    assert trace["torch_mspti"]["state"] == "stopped" and not trace["torch_mspti"]["errors"], trace["torch_mspti"]
+    assert trace["torch_mspti"]["state"] == "processed" and not trace["torch_mspti"]["errors"], trace["torch_mspti"]
     assert out["plugin"]["last_trace_used_ours"] is True
     assert all("streamId" not in k.get("args", {}) for k in kernels), "kernels of torch_npu's backend in the trace"
     keys = [(k["pid"], k["tid"], k["ts"], k["name"]) for k in kernels]
@@ -145,3 +145,39 @@ def test_standin_makes_the_calls_the_real_backend_makes(order, mode, tmp_path):
     assert shapes["standin"] == shapes["real"], "\n".join(
         difflib.unified_diff(shapes["real"], shapes["standin"], "real", "standin", lineterm="")
     )
+
+
+@pytest.mark.parametrize("order", ["peer_first", "ours_first"])
+def test_when_our_library_is_refused_the_user_is_told_the_peer_serves(peer, order, tmp_path):
+    """torch-mspti's session fails (its TORCH_MSPTI_LIBRARY does not exist) while torch_npu's backend
+    finds MSPTI on its own: the lane holds the peer's kernels, so neither the warning nor
+    plugin.message may say the lane is empty or that the peer is "kept quiet"."""
+    missing = tmp_path / "missing" / "libmspti.so"
+    r = simrun.run(
+        coexistence_checks.WORKLOAD,
+        tmp_path,
+        peer=(peer, order),
+        env={"TORCH_MSPTI_PROFILER": "auto", "TORCH_MSPTI_LIBRARY": str(missing)},
+        timeout=300,
+    )
+    kernels = simrun.kernels(r.trace)
+    assert sorted(k["name"] for k in kernels) == sorted(KERNEL_OP), explain(r)
+    assert all("streamId" in k.get("args", {}) for k in kernels), "the kernels are not the peer's" + explain(r)
+    warned = r.doctor_warnings()
+    assert len(warned) == 1, warned
+    assert "will be empty" not in warned[0] and "torch_npu" in warned[0] and peer.version in warned[0], warned[0]
+    assert str(missing) in warned[0], warned[0]  # and why ours collected nothing
+    plugin = r.diagnostics["plugin"]
+    assert plugin["last_trace_used_ours"] is False, plugin
+    message = plugin["message"]
+    assert "kept quiet" not in message and "did not collect" in message, message
+    assert "torch_npu" in message and peer.version in message, message
+
+
+@pytest.mark.parametrize("order", simrun.PEER_ORDERS)
+def test_plugin_message_names_the_peer_in_every_load_order(peer, order, tmp_path):
+    r = run(peer, order, "auto", tmp_path)
+    assert_ours_serves(r)
+    message = r.diagnostics["plugin"]["message"]
+    assert "served the last trace's NPU lane" in message, message
+    assert "torch_npu" in message and peer.version in message, message

@@ -2,6 +2,10 @@
 
 #include <chrono>
 
+#include <c10/util/Exception.h>
+
+#include "Registration.h"
+
 namespace torch_mspti {
 
 using libkineto::ActivityType;
@@ -28,6 +32,16 @@ std::unique_ptr<libkineto::IActivityProfilerSession> MsptiActivityProfiler::conf
     s.lastConfigureNs =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
+    // With the PrivateUse1 backend unnamed, torch drops ProfilerActivity.PrivateUse1 before kineto
+    // sees it (kineto.md 1.1): every trace then looks CPU-only here. Say so once per process,
+    // conditionally (a CPU-only profile looks the same), and keep the reason for diagnostics().
+    const bool unnamed = privateUse1BackendName() == "privateuseone";
+    s.lastTraceUnnamedBackend.store(unnamed);
+    if (unnamed && s.unnamedBackendTraces.fetch_add(1) == 0) {
+      try {
+        TORCH_WARN(kUnnamedBackendReason);
+      } catch (...) {}
+    }
     if (!wantsDevice(types)) return nullptr;  // CPU-only trace: no MSPTI call, no device event
     s.deviceSessions.fetch_add(1);
     return std::make_unique<MsptiActivityProfilerSession>(context_.sessionDeps(), types);

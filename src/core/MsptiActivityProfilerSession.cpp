@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <output_base.h>
@@ -95,7 +96,13 @@ void MsptiActivityProfilerSession::fail(const std::string& message, const std::s
   errors_.push_back(message);
   state_ = SessionState::kFailed;
   status_ = libkineto::TraceStatus::ERROR;
-  warnOnce("failed", fmt::format("torch-mspti: the NPU lane of this trace will be empty: {}", cause));
+  // Next to torch_npu's backend the lane is not empty: that backend subscribes in its own start()
+  // and collects; say who serves it.
+  if (deps_.peer.present)
+    warnOnce("failed", fmt::format("torch-mspti: collected nothing for this trace: {}; the NPU lane holds only what "
+                                   "{} collects",
+                                   cause, deps_.peer.description));
+  else warnOnce("failed", fmt::format("torch-mspti: the NPU lane of this trace will be empty: {}", cause));
 }
 
 bool MsptiActivityProfilerSession::subscribe() {
@@ -132,6 +139,7 @@ bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
   else if (res != MSPTI_SUCCESS) note = describeCall("msptiActivityEnable", kindName(kind), res);
   if (deps_.stats) deps_.stats->noteEnable(kind, static_cast<int>(res), note);
   if (kind == MSPTI_ACTIVITY_KIND_RUNTIME_API && res == MSPTI_ERROR_INVALID_PARAMETER) predates26_ = true;
+  lastEnableNote_ = note;
   if (res == MSPTI_SUCCESS) enabledKinds_.push_back(kind);
   else if (report) errors_.push_back(describeCall("msptiActivityEnable", kindName(kind), res));
   if (!note.empty() && copies) copiesNote_ = note;
@@ -186,6 +194,13 @@ bool MsptiActivityProfilerSession::arm() {
     const bool ok = enable(k.kind, /*report=*/k.kind == MSPTI_ACTIVITY_KIND_KERNEL);
     if (k.kind == MSPTI_ACTIVITY_KIND_KERNEL && !ok)
       warnOnce("kernels", "torch-mspti: no kernels in this trace: msptiActivityEnable(KERNEL) failed");
+    if (k.kind == MSPTI_ACTIVITY_KIND_COMMUNICATION && !ok)
+      // The host side of a collective (c10d ranges, ProcessGroup calls) is in the trace anyway;
+      // without this the trace looks complete. Copies have their own note (copiesNote_).
+      notCollected_.push_back(fmt::format(
+          "COMMUNICATION: HCCL/LCCL collectives are not collected, so the trace has their host-side ranges but no "
+          "collective rows: {} (MSPTI 8.2 and newer record them)",
+          lastEnableNote_.empty() ? "msptiActivityEnable(COMMUNICATION) failed" : lastEnableNote_));
     anyDevice |= ok;
   }
   const bool forwarding = anyDevice && deps_.config.enableExternalCorrelation && api.hasExternalCorrelation() &&
@@ -376,6 +391,45 @@ void MsptiActivityProfilerSession::collect() {
                                    copyCalls, copiesNote_));
   if (hostClock_->kind() == HostClock::Kind::kUntrusted)
     warnOnce("clock", "torch-mspti: MSPTI's API records are on an unknown host clock: no link could be verified");
+  warnAboutLinks();
+}
+
+void MsptiActivityProfilerSession::warnAboutLinks() {
+  // Decided here, from the launches and the op log, because kineto reads the health report
+  // (getMetadata) before processTrace resolves each row's link (kineto.md 1.3 step 4b): the
+  // trace's report and diagnostics() must carry the same warnings.
+  std::unordered_set<uint32_t> opThreads;
+  for (const ThreadOps& t : opLog_)
+    if (!t.ids.empty()) opThreads.insert(t.threadId);
+  uint64_t rows = 0, fromOpLessThreads = 0, withoutApiRecord = 0;
+  for (const Launch& l : launches_.launches) {
+    rows += l.rowCount;
+    if (l.call && l.callTrusted && opThreads.count(l.call->threadId) == 0) fromOpLessThreads += l.rowCount;
+    if (!l.call && (l.opHint || l.userHint)) withoutApiRecord += l.rowCount;
+  }
+  if (rows > 0 && fromOpLessThreads * 2 > rows)
+    warnOnce("task-queue",
+             fmt::format("torch-mspti: {} of {} device rows were launched from threads that ran no op torch "
+                         "recorded: they are shown on their launch thread's lane and credited to no op. With "
+                         "torch_npu's task queue set TASK_QUEUE_ENABLE=0; for threads of your own, profile with "
+                         "experimental_config=torch._C._profiler._ExperimentalConfig(profile_all_threads=True)",
+                         fromOpLessThreads, rows));
+  if (withoutApiRecord == 0) return;
+  // Without API records only MSPTI's hint is left; whether another thread could have been on top
+  // of MSPTI's stack needs the ops' times, known at processTrace. One thread running ops rules it
+  // out for every row.
+  if (opThreads.size() <= 1)
+    warnOnce("unverified", fmt::format("torch-mspti: {} device rows are linked by MSPTI's hint alone (no API "
+                                       "records): right for launches from the op's own thread, wrong for launches "
+                                       "from a thread that runs no op (torch_npu's task queue, a housekeeping "
+                                       "thread); set enable_api_records=True to verify each link",
+                                       withoutApiRecord));
+  else
+    warnOnce("ambiguous", fmt::format("torch-mspti: {} device rows have no API record while {} threads ran ops: "
+                                      "MSPTI's hint cannot be verified, and rows whose op ran while another thread "
+                                      "ran ops are left unlinked (each row's link argument says which); set "
+                                      "enable_api_records=True",
+                                      withoutApiRecord, opThreads.size()));
 }
 
 std::vector<std::string> MsptiActivityProfilerSession::errors() { return errors_; }
@@ -403,27 +457,8 @@ void MsptiActivityProfilerSession::process(libkineto::ActivityLogger& logger,
     // getDeviceInfo() names the first device; the others are named here (kineto.md 6, step 6).
     const auto devices = lanes_.devices();
     for (size_t i = 1; i < devices.size(); ++i) logger.handleDeviceInfo(lanes_.deviceInfo(devices[i]), startNs_);
-    if (counters_.deviceRows > 0 && counters_.unlinkedNoOp * 2 > counters_.deviceRows)
-      warnOnce("task-queue",
-               fmt::format("torch-mspti: {} of {} device rows were launched from threads that ran no op torch "
-                           "recorded: they are shown on their launch thread's lane and credited to no op. With "
-                           "torch_npu's task queue set TASK_QUEUE_ENABLE=0; for threads of your own, profile with "
-                           "experimental_config=torch._C._profiler._ExperimentalConfig(profile_all_threads=True)",
-                           counters_.unlinkedNoOp, counters_.deviceRows));
-    if (counters_.linkedUnverified > 0 && counters_.unlinkedAmbiguous == 0)
-      warnOnce("unverified", fmt::format("torch-mspti: {} device rows are linked by MSPTI's hint alone (no API "
-                                         "records): right for launches from the op's own thread, wrong for launches "
-                                         "from a thread that runs no op (torch_npu's task queue, a housekeeping "
-                                         "thread); set enable_api_records=True to verify each link",
-                                         counters_.linkedUnverified));
-    if (counters_.unlinkedAmbiguous > 0)
-      warnOnce("ambiguous", fmt::format("torch-mspti: {} device rows are unlinked: without API records the op of a "
-                                        "launch cannot be verified while several threads run ops (set "
-                                        "enable_api_records=True)",
-                                        counters_.unlinkedAmbiguous));
   }
-  if (state_ != SessionState::kFailed) state_ = SessionState::kProcessed;
-  if (status_ != libkineto::TraceStatus::ERROR) status_ = libkineto::TraceStatus::READY;
+  finish();
   if (deps_.collectedFlag) deps_.collectedFlag->store(state_ == SessionState::kProcessed && store_ ? 1 : 0);
   publish(true);
 }
@@ -465,8 +500,18 @@ std::string MsptiActivityProfilerSession::getDeviceProperties() {
   }
 }
 
+void MsptiActivityProfilerSession::finish() {
+  if (armed_) guard(errors_, "stop", [&] { collect(); });  // kineto always stops first; be safe if it did not
+  if (state_ != SessionState::kFailed) state_ = SessionState::kProcessed;
+  if (status_ != libkineto::TraceStatus::ERROR) status_ = libkineto::TraceStatus::READY;
+}
+
 std::unordered_map<std::string, std::string> MsptiActivityProfilerSession::getMetadata() {
   try {
+    // kineto reads this right before processTrace (kineto.md 1.3 step 4b), and the trace keeps it
+    // as read: the report is final from here; processTrace only writes the rows (their counts
+    // and link states are in diagnostics() and in each row's "link" argument).
+    finish();
     return {{"torch_mspti", healthJson()}};
   } catch (...) {
     return {};
@@ -479,6 +524,7 @@ SessionReport MsptiActivityProfilerSession::report() const {
   r.errors = errors_;
   r.warnings = warned_;
   for (auto k : enabledKinds_) r.enabledKinds.push_back(kindName(k));
+  r.notCollected = notCollected_;
   r.hostClock = hostClock_ ? hostClock_->name() : "";
   r.counters = counters_;
   r.drain = drain_;
@@ -507,11 +553,12 @@ std::string MsptiActivityProfilerSession::healthJson() const {
       .value("version", lib.version)
       .value("reason", lib.reason)
       .endObject();
-  // Everything known when the session stopped; the rows and their links are computed after kineto
-  // reads this report: each device row carries its link state in its "link" argument, and
-  // torch_mspti.diagnostics() / `torch-mspti check` count them.
+  // The final report (state, errors, warnings, stop-phase counters, drain): the same as
+  // diagnostics().last_session. Only the rows and their links are computed after kineto reads it:
+  // each device row carries its link state in its "link" argument, and torch_mspti.diagnostics()
+  // / `torch-mspti check` count them.
   writeReport(w, report(), /*tracePhase=*/false);
-  w.value("links", "per device row in args.link; counted by torch_mspti.diagnostics() and torch-mspti check");
+  w.value("link_states", "per device row in args.link; counted by torch_mspti.diagnostics() and torch-mspti check");
   w.endObject();
   return w.str();
 }

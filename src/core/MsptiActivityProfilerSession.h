@@ -121,6 +121,12 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   void reclaimCallbacks() noexcept;  // registers our buffer callbacks again (once per request)
   bool arm();                        // start()'s body; false when collection could not start
   void collect();                    // stop()'s body
+  // The link warnings (task queue, hint-only links), decided at stop from the launches and the op
+  // log, so that the health report kineto embeds before processTrace already has them.
+  void warnAboutLinks();
+  // Ends the report: state processed (unless failed), status READY. Called by getMetadata, which
+  // kineto calls before processTrace and whose report the trace keeps as read.
+  void finish();
   void process(libkineto::ActivityLogger& logger, const libkineto::getLinkedActivityCallback* linked);
   bool enable(msptiActivityKind kind, bool report);
   void fail(const std::string& message, const std::string& cause);
@@ -133,9 +139,11 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   const MsptiFunctions* fns_ = nullptr;
   SessionState state_ = SessionState::kConfigured;
   std::vector<std::string> errors_;
-  std::vector<std::string> warned_;  // keys of warnings given
-  std::string copiesNote_;           // why MEMCPY/MEMSET cannot deliver ("" when they can)
-  bool predates26_ = false;          // Enable(RUNTIME_API) said the kind is unknown: a library before 26.0
+  std::vector<std::string> warned_;        // keys of warnings given
+  std::string copiesNote_;                 // why MEMCPY/MEMSET cannot deliver ("" when they can)
+  bool predates26_ = false;                // Enable(RUNTIME_API) said the kind is unknown: a library before 26.0
+  std::string lastEnableNote_;             // the note of the latest enable() ("" when fine)
+  std::vector<std::string> notCollected_;  // SessionReport::notCollected
   bool subscribed_ = false;
   bool armed_ = false;
   bool published_ = false;

@@ -252,7 +252,8 @@ bool MsptiLibrary::ensureLoaded(const LoadRequest& request) {
   if (loaded()) return true;
   const std::string& explicitPath = request.explicitPath;
   const std::string key = explicitPath + (request.allowMissingProfapi ? "\n1\n" : "\n0\n") + envOr("ASCEND_HOME_PATH") +
-                          '\n' + envOr("ASCEND_TOOLKIT_HOME") + '\n' + envOr("LD_LIBRARY_PATH");
+                          '\n' + envOr("ASCEND_TOOLKIT_HOME") + '\n' + envOr("LD_LIBRARY_PATH") + '\n' +
+                          envOr("TORCH_MSPTI_LIBRARY");
   if (report_.attempted && key == searchKey_) return false;
   searchKey_ = key;
   report_ = LibraryReport{};
@@ -330,6 +331,17 @@ bool MsptiLibrary::ensureLoaded(const LoadRequest& request) {
     for (const auto& c : report_.candidates) anyRejected |= c.outcome == "rejected";
     report_.reason = anyRejected ? "libmspti.so found but not loadable (see candidates)" : "libmspti.so not found";
     report_.fix = kFixNotFound;
+    // No explicit path, yet the variable is set now: it was set after import, when the settings
+    // were read (os.environ changes reach getenv). Say that, not "set TORCH_MSPTI_LIBRARY".
+    if (const std::string late = envOr("TORCH_MSPTI_LIBRARY"); !late.empty()) {
+      report_.reason += fmt::format(
+          "; TORCH_MSPTI_LIBRARY={} was set after torch_mspti was imported and is ignored (the variable is read "
+          "only at import): call torch_mspti.use_library('{}') instead, before the profile",
+          late, late);
+      report_.fix = fmt::format(
+          "call torch_mspti.use_library('{}') before profiling, or set TORCH_MSPTI_LIBRARY before importing torch",
+          late);
+    }
   } catch (const std::exception& e) {
     report_.reason = fmt::format("library search failed: {}", e.what());
     report_.fix = kFixNotFound;

@@ -12,6 +12,12 @@
 #include "Registration.h"
 
 namespace torch_mspti {
+
+const char* const kUnnamedBackendReason =
+    "torch-mspti: no NPU activity can be recorded: torch's PrivateUse1 backend is not named, so torch.profiler "
+    "drops ProfilerActivity.PrivateUse1 from the activities (torch's \"The privateuseone is not a valid device "
+    "option\") and no device session starts. Import torch_npu before profiling (it names the backend \"npu\"), "
+    "or call torch_mspti.sim.enable() for the simulated NPU; CPU-only profiles are not affected";
 namespace {
 
 void prepareFork(void* self) { static_cast<PluginContext*>(self)->lockForFork(); }

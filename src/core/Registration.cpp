@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include <fmt/format.h>
+
 #include <c10/core/DeviceType.h>
 #include <libkineto.h>
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
@@ -72,6 +74,33 @@ RegistrationStatus registerProfiler(PluginContext& context) {
 
 void lockRegistrationForFork() { gMutex.lock(); }
 void unlockRegistrationAfterFork() { gMutex.unlock(); }
+
+std::string servingMessage(const RegistrationStatus& status, const PeerBackend& peer, int lastTraceOurs) {
+  if (!status.registered) {
+    if (status.mode == ProfilerMode::kOff && peer.present)
+      return "torch-mspti: not registered (TORCH_MSPTI_PROFILER=off); " + peer.description + " serves the NPU lane";
+    return status.message;
+  }
+  if (lastTraceOurs == 0) {
+    // Our session ran and collected nothing (diagnostics().last_session.errors say why).
+    if (peer.present)
+      return "torch-mspti: its session did not collect the last trace (see diagnostics().last_session.errors); the "
+             "NPU lane holds what " +
+             peer.description + " collected";
+    return "torch-mspti: its session did not collect the last trace (see diagnostics().last_session.errors); the "
+           "NPU lane is empty";
+  }
+  const char* tense = lastTraceOurs == 1 ? "served the last trace's NPU lane" : "serves the NPU lane";
+  if (peer.present)
+    return fmt::format("torch-mspti: {}; {} is loaded and adds nothing (torch-mspti holds the MSPTI subscriber)", tense,
+                       peer.description);
+  if (status.otherFactory)
+    return fmt::format(
+        "torch-mspti: {}; it replaced the PrivateUse1 profiler registered before it "
+        "(TORCH_MSPTI_PROFILER={})",
+        tense, profilerModeName(status.mode));
+  return lastTraceOurs == 1 ? "torch-mspti: served the last trace's NPU lane" : status.message;
+}
 
 RegistrationStatus registrationStatus() {
   std::lock_guard<std::mutex> lock(gMutex);

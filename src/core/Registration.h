@@ -32,8 +32,15 @@ struct RegistrationStatus {
   std::string message;        // one line: which profiler serves PrivateUse1 traces
 };
 
+struct PeerBackend;
+
 // Registers once per process (later calls return the first outcome).
 RegistrationStatus registerProfiler(PluginContext& context);
+// The one line diagnostics show as plugin.message: who serves the NPU lane, from the registration
+// outcome, the peer backend loaded now (`peer`, detected at the call: it may have been loaded after
+// registration) and whether torch-mspti's session collected the last device trace (`lastTraceOurs`:
+// 1 yes, 0 no, -1 no device trace yet). Thread-safe.
+std::string servingMessage(const RegistrationStatus& status, const PeerBackend& peer, int lastTraceOurs);
 RegistrationStatus registrationStatus();
 // For the fork guard (and its test): hold the registration's lock across fork().
 void lockRegistrationForFork();

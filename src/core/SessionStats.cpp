@@ -111,6 +111,9 @@ void writeReport(ReportWriter& w, const SessionReport& r, bool tracePhase) {
   w.beginArray("enabled_kinds");
   for (const auto& k : r.enabledKinds) w.value(nullptr, k);
   w.endArray();
+  w.beginArray("not_collected");
+  for (const auto& k : r.notCollected) w.value(nullptr, k);
+  w.endArray();
   if (r.hostClock.empty()) w.null("host_clock");
   else w.value("host_clock", r.hostClock);
   writeCounters(w, r.counters, tracePhase);

@@ -43,6 +43,9 @@ struct SessionReport {
   std::vector<std::string> errors;
   std::vector<std::string> warnings;  // what the session warned about (each at most once)
   std::vector<std::string> enabledKinds;
+  // Device kinds the session asked for but could not enable, each "<KIND>: why, and what is
+  // missing from the trace" (e.g. COMMUNICATION on an MSPTI before 8.2: no collective rows).
+  std::vector<std::string> notCollected;
   std::string hostClock;  // HostClock::name()
   SessionCounters counters;
   std::optional<DrainStats> drain;

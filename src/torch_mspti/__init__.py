@@ -34,7 +34,7 @@ _torch_version.check_torch_version(_build_info.TORCH_VERSION, _torch.__version__
 
 import atexit as _atexit  # noqa: E402
 
-from . import _C, _device_properties  # noqa: E402
+from . import _C, _device_properties, _warn  # noqa: E402
 from ._paths import simulator_generations, simulator_library  # noqa: E402
 from .config import config  # noqa: E402
 from .diagnostics import Diagnostics, diagnostics  # noqa: E402
@@ -75,12 +75,11 @@ def __getattr__(name: str):
 
 
 def _warn_environment_errors() -> None:
-    # Bad TORCH_MSPTI_* values are ignored (the default is kept): say so once, at import.
+    # Bad TORCH_MSPTI_* values are ignored (the default is kept), unknown names too: say so once,
+    # at import, attributed to the user's import line.
     errors = config.environment_errors()
     if errors:
-        import warnings
-
-        warnings.warn("torch-mspti: " + "; ".join(errors), RuntimeWarning, stacklevel=3)
+        _warn.warn("torch-mspti: " + "; ".join(errors), RuntimeWarning)
 
 
 def _announce() -> None:
@@ -89,9 +88,7 @@ def _announce() -> None:
     # log record.
     report = _C.plugin_report()
     if report["other_factory"] or report["other_profiler"]:
-        import warnings
-
-        warnings.warn(registration_message, stacklevel=3)
+        _warn.warn(registration_message)
     else:
         import logging
 

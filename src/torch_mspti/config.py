@@ -15,9 +15,49 @@ the one place each setting is defined.
 
 from __future__ import annotations
 
+import difflib
+import os
 from typing import Any
 
 from . import _C
+
+#: TORCH_MSPTI_* variables that are not settings but are read by the package, its simulator or its
+#: test suite (README "Settings"); any other TORCH_MSPTI_* name is reported as unknown.
+OTHER_VARIABLES = frozenset(
+    {
+        "TORCH_MSPTI_DISABLE",  # no autoload (_torch_mspti_autoload)
+        "TORCH_MSPTI_SIM_LIBRARY",  # development override of the simulated MSPTI (_paths.py)
+        "TORCH_MSPTI_NPU_SIM_LIBRARY",  # development override of the simulated device (_paths.py)
+        "TORCH_MSPTI_PRELOAD_RESTARTED",  # set by `torch-mspti demo --memcpy` when it restarts itself
+        "TORCH_MSPTI_TEST_DEVICES",  # the test suite's hardware tier (tests/conftest.py)
+        "TORCH_MSPTI_TEST_DDP_DEVICES",
+        "TORCH_MSPTI_TEST_CACHE",
+        "TORCH_MSPTI_REQUIRE_HTA",
+        "TORCH_MSPTI_FUZZ_EXPECT_VALID",
+    }
+)
+
+
+def _unknown_variables(environ: Any = None) -> list[str]:
+    """One message per TORCH_MSPTI_* name in ``environ`` (default: ``os.environ``) that is neither a
+    setting nor one of :data:`OTHER_VARIABLES`, naming the closest known name (typos such as
+    ``TORCH_MSPTI_BUFER_SIZE``). Such a variable has no effect."""
+    environ = os.environ if environ is None else environ
+    settings = [s.env for s in _C.config_settings()]
+    known = set(settings) | OTHER_VARIABLES
+    messages = []
+    for name in sorted(environ):
+        if not name.startswith("TORCH_MSPTI_") or name in known:
+            continue
+        close = difflib.get_close_matches(name, settings, n=1, cutoff=0.6) or difflib.get_close_matches(
+            name, sorted(OTHER_VARIABLES), n=1, cutoff=0.6
+        )
+        hint = f"did you mean {close[0]}?" if close else "torch_mspti.config.settings() lists the variables"
+        messages.append(f"{name} is not a torch-mspti variable and is ignored ({hint})")
+    return messages
+
+
+_unknown = _unknown_variables()
 
 
 class Config:
@@ -59,12 +99,16 @@ class Config:
         return {s.name: _C.config_get(s.name) for s in _C.config_settings()}
 
     def environment_errors(self) -> list[str]:
-        """Problems found in TORCH_MSPTI_* variables (each ignored, default kept)."""
-        return list(_C.config_environment_errors())
+        """Problems found in TORCH_MSPTI_* variables when they were read (at import, or at the last
+        :meth:`reset`): invalid values (each ignored, default kept) and unknown names (ignored;
+        the message names the closest setting)."""
+        return list(_C.config_environment_errors()) + list(_unknown)
 
     def reset(self) -> None:
         """Restore the defaults and re-read the environment (a loaded library's path stays)."""
+        global _unknown
         _C.config_reset()
+        _unknown = _unknown_variables()
 
     def __repr__(self) -> str:
         body = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())

@@ -79,6 +79,9 @@ class PluginInfo:
     buffers_outstanding: int
     buffers_pooled: int
     forked_child: bool
+    #: Why the latest trace had no device session when torch's PrivateUse1 backend was unnamed
+    #: (and the fix), else None.
+    no_device_session_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,9 @@ class Diagnostics:
         )
         last = self.last_session
         if last is None:
-            session_line = "last session: none"
+            session_line = "last session: none" + (
+                f" ({plugin.no_device_session_reason})" if plugin.no_device_session_reason else ""
+            )
         else:
             c = last.counters
             rows = c.rows_device_rows

@@ -25,6 +25,7 @@ WARNINGS: dict[str, str] = {
     "session-errors": "the health report lists no errors",
     "launches-pending": "no launch was still waiting for its kernel when the drain ended",
     "records-dropped": "the health report counts no dropped record (duplicates aside: their first copy is kept)",
+    "kinds-not-collected": "every device kind the session asked for was collected (not_collected is empty)",
 }
 
 # What each "dropped" counter of the health report means for the trace (SessionCounters.h).
@@ -133,6 +134,12 @@ def check(
                 f"{v} {k}" + (f" ({DROPPED_MEANING[k]})" if k in DROPPED_MEANING else "") for k, v in lost.items()
             )
             warning("records-dropped", f"{sum(lost.values())} MSPTI record(s) are not in this trace: {what}")
+        missing = health.get("not_collected")
+        if isinstance(missing, list) and missing:
+            warning(
+                "kinds-not-collected",
+                "not every kind of device activity was collected: " + "; ".join(str(m) for m in missing),
+            )
         pending = _health.pending_launches(health)
         if pending:
             drain = health.get("drain") or {}

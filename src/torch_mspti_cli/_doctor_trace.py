@@ -23,6 +23,7 @@ _EXPLAINING_WARNINGS = (
     "launches-without-op",
     "links-ambiguous",
     "no-kernel-linked",
+    "kinds-not-collected",
     "session-errors",
 )
 

@@ -21,6 +21,7 @@ _KNOWN = (
     "state",
     "errors",
     "enabled_kinds",
+    "not_collected",
     "records",
     "records_by_kind",
     "dropped",
@@ -162,6 +163,9 @@ def summary_rows(health: dict) -> list[tuple[str, str]]:
         rows.append(("errors", generic(errors)))
     if "enabled_kinds" in health:
         rows.append(("enabled kinds", generic(health["enabled_kinds"])))
+    missing = health.get("not_collected")
+    if isinstance(missing, list):
+        rows += [("not collected", generic(m)) for m in missing]
     records = _records(health)
     if records is not None:
         rows.append(("records", records))

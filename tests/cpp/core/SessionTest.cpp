@@ -8,6 +8,7 @@
 
 #include "CollectingLogger.h"
 #include "FakeOps.h"
+#include "JsonWriter.h"
 #include "SessionHarness.h"
 
 namespace torch_mspti::test {
@@ -141,16 +142,29 @@ TEST_F(SessionTest, DevicesWithRecordsAreSynchronizedBeforeTheDrain) {
   EXPECT_EQ(h.synchronized().size(), 1u);
 }
 
-TEST_F(SessionTest, TheHealthReportIsWrittenAtStop) {
+TEST_F(SessionTest, TheHealthReportKinetoReadsBeforeProcessTraceIsTheFinalReport) {
+  // kineto calls getMetadata() before processTrace() and the trace keeps the text it read
+  // (kineto.md 1.3 step 4b): that text must be the report diagnostics() give afterwards.
   auto s = h.session();
   s->start();
   runOp(*s, 1);
   s->stop();
   const std::string json = s->getMetadata().at("torch_mspti");
-  EXPECT_NE(json.find("\"state\":\"stopped\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"state\":\"processed\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"library\":{\"available\":true,\"path\":\"/fake/libmspti.so\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"exit_reason\":\"balanced\""), std::string::npos) << json;
   EXPECT_EQ(json.find("\"links\":{"), std::string::npos) << "trace-phase counters are not known yet";
+  CollectingLogger logger;
+  s->processTrace(logger, ops.callback(), 0, 0);
+  const auto last = h.stats.last();
+  ASSERT_TRUE(last.has_value());
+  JsonWriter w(JsonWriter::Target::kKinetoMetadata);
+  w.beginObject();
+  writeReport(w, *last, /*tracePhase=*/false);
+  w.endObject();
+  std::string published = w.str();  // {"state":...,"drain":{...}}: the trace's report minus library and link_states
+  published = published.substr(1, published.size() - 2);
+  EXPECT_NE(json.find(published), std::string::npos) << json << "\n" << published;
 }
 
 TEST_F(SessionTest, TwoSessionsInARowKeepTheirOwnRecords) {
