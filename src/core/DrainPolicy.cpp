@@ -78,8 +78,8 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
     // Every kernel had ended when the drain began (the devices were synchronised), so every row
     // is due by then plus MSPTI's delivery delay, bounded by the rows that came during the drain.
     const bool allDue = delayBound > 0 && realtimeNs() >= drainStart + delayBound;
-    if (in.unclassifiedMayBeRowless && (hold & unclassified) && quietFlushes >= in.config.drainQuietFlushes &&
-        allDue && in.store->pendingLaunches(unclassified) > 0) {
+    if (in.unclassifiedMayBeRowless && (hold & unclassified) && quietFlushes >= in.config.drainQuietFlushes && allDue &&
+        in.store->pendingLaunches(unclassified) > 0) {
       hold &= ~unclassified;
       if (d.evidence.empty()) d.evidence = "unclassified_quiet";
     }

@@ -331,12 +331,12 @@ void MsptiActivityProfilerSession::collect() {
   const uint64_t kernelRecords = store_->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL];
   const std::string libraryVersion = deps_.libraryReport ? deps_.libraryReport().version : std::string();
   if (drain.evidence == "kernels_need_preload" && drain.pendingLaunches > 0)
-    warnOnce("no-kernels",
-             fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL or COMMUNICATION record, and stop() "
-                         "did not wait for them: this MSPTI ({}) predates 26.0 and knows a device only when "
-                         "libmspti.so is preloaded at process start (CANN before 9.1): run with LD_PRELOAD={}",
-                         drain.pendingLaunches, libraryVersion.empty() ? "before 26.0" : libraryVersion,
-                         preloadHint()));
+    warnOnce(
+        "no-kernels",
+        fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL or COMMUNICATION record, and stop() "
+                    "did not wait for them: this MSPTI ({}) predates 26.0 and knows a device only when "
+                    "libmspti.so is preloaded at process start (CANN before 9.1): run with LD_PRELOAD={}",
+                    drain.pendingLaunches, libraryVersion.empty() ? "before 26.0" : libraryVersion, preloadHint()));
   else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0 && deps_.peer.present &&
            drain.order == "poll_first")
     warnOnce("pending", fmt::format("torch-mspti: {} launches of this session never delivered device records: {} "

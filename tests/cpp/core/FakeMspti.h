@@ -126,8 +126,8 @@ class FakeMspti {
   msptiBuffersCallbackCompleteFunc complete_ = nullptr;
   std::vector<uint64_t> stacks_[5];
   uint64_t nextId_ = 1;
-  RecordBuilder current_;   // host records written, waiting in the current buffer
-  RecordBuilder inFlight_;  // device records not yet in a buffer
+  RecordBuilder current_;                            // host records written, waiting in the current buffer
+  RecordBuilder inFlight_;                           // device records not yet in a buffer
   std::deque<std::pair<int, RecordBuilder>> later_;  // (flushes to go, records): putInFlightLater
   std::deque<std::string> names_;
   uint64_t delivered_ = 0, declinedBytes_ = 0;
