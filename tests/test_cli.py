@@ -610,7 +610,7 @@ def test_doctor_reports_lost_kernels_from_the_drain(tmp_path, capsys):
     trace = make_trace()
     trace["torch_mspti"] = {"state": "stopped", "drain": {"exit_reason": "timeout", "pending_launches": 2}}
     assert main(["doctor", _write(tmp_path, trace)]) == 1
-    assert "2 launch(es) had no kernel" in _verdict(capsys.readouterr().out)
+    assert "2 launch(es) had no device row" in _verdict(capsys.readouterr().out)
 
 
 def test_doctor_on_an_unreadable_trace_exits_2(tmp_path, capsys):

@@ -82,6 +82,25 @@ def test_enable_honours_use_library_naming_a_simulator():
     assert r["kernels"] == r["linked"] == 1
 
 
+def test_a_library_variable_set_after_import_is_named_with_use_library_by_enable():
+    code = (
+        "import os, warnings\n"
+        "os.environ['TORCH_MSPTI_LIBRARY'] = torch_mspti.simulator_library('8.2')\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    sim.enable(launch_mode='direct')\n"
+        "result['warnings'] = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]\n"
+        "result['warned_at'] = [w.filename for w in caught if issubclass(w.category, RuntimeWarning)]\n" + _PROFILE
+    )
+    r = _child(code)
+    import torch_mspti
+
+    assert r["library"] == torch_mspti.simulator_library(), r  # the default, as the warning says
+    (warning,) = [w for w in r["warnings"] if "TORCH_MSPTI_LIBRARY" in w]
+    assert "set after torch_mspti was imported" in warning and "torch_mspti.use_library(" in warning, warning
+    assert "libmspti_sim_8_2.so" in warning, warning
+
+
 def test_enable_without_a_choice_uses_the_default_simulator():
     import torch_mspti
 

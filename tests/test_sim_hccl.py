@@ -347,7 +347,8 @@ def test_without_communication_records_check_and_doctor_say_collectives_were_not
     require_simulator()
     from torch_mspti import simulator_library
 
-    env = _env(TORCH_MSPTI_LIBRARY=simulator_library("8.1"), COLUMNS="1000")
+    # 8.1 knows a device only when preloaded (mspti.md 5.5): the kernels then come, the collectives not
+    env = _env(TORCH_MSPTI_LIBRARY=simulator_library("8.1"), LD_PRELOAD=simulator_library("8.1"), COLUMNS="1000")
     demo = [sys.executable, "-m", "torch_mspti_cli", "demo", "--workload", "ddp", "--ranks", "2", "--steps", "2"]
     proc = subprocess.run(
         [*demo, "--out", str(tmp_path / "trace.json")],

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iterator>
+#include <vector>
 
 namespace torch_mspti {
 namespace {
@@ -163,6 +164,28 @@ uint64_t CorrelationLedger::pending(uint32_t waitFor) const {
   for (int c = 0; c < static_cast<int>(LaunchClass::kCount); ++c)
     if (waitFor & (1u << c)) n += pending_[c];
   return n;
+}
+
+CorrelationLedger::Watermark CorrelationLedger::watermark() const {
+  std::vector<uint64_t> ids;
+  ids.reserve(entries_.size());
+  for (const auto& [id, e] : entries_)
+    if (e.external || e.launchApi >= 0) ids.push_back(id);
+  Watermark w;
+  if (ids.empty()) return w;
+  std::sort(ids.begin(), ids.end());
+  size_t bestBegin = 0, bestEnd = 0, begin = 0;
+  for (size_t i = 1; i <= ids.size(); ++i) {
+    if (i < ids.size() && ids[i] - ids[i - 1] <= kClusterGap) continue;
+    if (i - begin > bestEnd - bestBegin) {
+      bestBegin = begin;
+      bestEnd = i;
+    }
+    begin = i;
+  }
+  w.id = ids[bestEnd - 1];
+  w.outliers = ids.size() - (bestEnd - bestBegin);
+  return w;
 }
 
 const LaunchEntry* CorrelationLedger::find(uint64_t id) const {

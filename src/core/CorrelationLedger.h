@@ -82,6 +82,20 @@ class CorrelationLedger {
   // per second. Counted per record (an id named by an external record and a launch call: 2).
   uint64_t junkIds() const { return junkIds_; }
   static constexpr uint64_t kMaxIdGap = uint64_t{1} << 32;
+
+  // The id later sessions take as `staleBelow`, and the launched ids left out of it as junk.
+  // MSPTI mints ids from one counter, one per launch, only while a kind is collected (mspti.md 4),
+  // so a session's own launched ids form one dense run; a foreign or misread id (2^32 - 1 from a
+  // 32-bit -1, 2^31, ...) lies apart from it. The ids are split where two neighbours are more
+  // than kClusterGap apart, and the run holding the most ids (the lowest on a tie) is the
+  // session's own: its highest id is the watermark, every id outside it is an outlier. O(n log n)
+  // over the launched ids, once per session (at stop).
+  struct Watermark {
+    uint64_t id = 0;        // 0 when the session saw no launch
+    uint64_t outliers = 0;  // launched ids outside the session's run
+  };
+  Watermark watermark() const;
+  static constexpr uint64_t kClusterGap = uint64_t{1} << 20;
   uint64_t staleBelow() const { return staleBelow_; }
   // Lowest id minted in this session that the session saw at its launch (external record or
   // launch call), UINT64_MAX when none: device records below it with no entry are stale.

@@ -67,6 +67,9 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
   const int64_t drainStart = realtimeNs();
   int64_t delayBound = 0;  // upper bound of MSPTI's delivery delay seen in this drain, ns
   in.store->takeEarliestNewEnd();
+  // Every kernel had ended when the drain began (the devices were synchronised), so every row is
+  // due by then plus MSPTI's delivery delay, which the rows that came during the drain bound.
+  auto allDue = [&] { return in.devicesSynchronized && delayBound > 0 && realtimeNs() >= drainStart + delayBound; };
   auto holding = [&](int quietFlushes) {
     uint32_t hold = in.waitFor;
     if (in.kernelsNeedPreload && in.store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL) == 0 &&
@@ -75,11 +78,8 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
       hold &= ~pulledClasses;
       d.evidence = "kernels_need_preload";
     }
-    // Every kernel had ended when the drain began (the devices were synchronised), so every row
-    // is due by then plus MSPTI's delivery delay, bounded by the rows that came during the drain.
-    const bool allDue = delayBound > 0 && realtimeNs() >= drainStart + delayBound;
-    if (in.unclassifiedMayBeRowless && (hold & unclassified) && quietFlushes >= in.config.drainQuietFlushes && allDue &&
-        in.store->pendingLaunches(unclassified) > 0) {
+    if (in.unclassifiedMayBeRowless && (hold & unclassified) && quietFlushes >= in.config.drainQuietFlushes &&
+        allDue() && in.store->pendingLaunches(unclassified) > 0) {
       hold &= ~unclassified;
       if (d.evidence.empty()) d.evidence = "unclassified_quiet";
     }
@@ -97,23 +97,31 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
     const uint64_t now = in.store->records();
     quiet = now == seen ? quiet + 1 : 0;
     seen = now;
+    // Without API records some launches are invisible (outside any op there is no external
+    // record; before 8.1 there is none at all): their rows are waited for until every row is due.
+    const bool unseenDue = !in.launchesMayBeUnseen || (quiet >= in.config.drainQuietFlushes && allDue());
     if (in.store->knowsLaunches()) {
       const uint32_t hold = holding(quiet);
-      if (in.store->pendingLaunches(hold) == 0) {
+      if (in.store->pendingLaunches(hold) == 0 && (unseenDue || !d.evidence.empty())) {
         d.exitReason = d.evidence.empty() ? "balanced" : "no_row_can_come";
         // Siblings of multi-kernel launches: the launch's first row satisfied the ledger.
         if (!d.evidence.empty()) {
           // no kernel row can come, nor its siblings
         } else if (polls == 1) {
-          flush(in, d, errors);
+          flush(in, d, errors);  // after a pulling Disable everything that ended came at once
         } else {
+          // rows came over time: flush on until one brings nothing and every row is due (when
+          // that is known: the devices were synchronised and a row bounded the delay)
           uint64_t last = in.store->records();
           for (;;) {
             if (Clock::now() >= deadline) break;
             std::this_thread::sleep_for(std::min<Clock::duration>(interval, deadline - Clock::now()));
             flush(in, d, errors);
+            const int64_t earliest = in.store->takeEarliestNewEnd();
+            if (earliest != INT64_MAX) delayBound = std::max(delayBound, realtimeNs() - earliest);
             const uint64_t after = in.store->records();
-            if (after == last) break;
+            const bool dueKnown = in.devicesSynchronized && delayBound > 0;
+            if (after == last && (!dueKnown || allDue())) break;
             last = after;
           }
         }
@@ -126,7 +134,7 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
         for (auto kind : in.enabledKinds)
           if (pulledByDisable(kind)) in.api->enable(kind);
       }
-    } else if (quiet >= in.config.drainQuietFlushes) {
+    } else if (quiet >= in.config.drainQuietFlushes && unseenDue) {
       d.exitReason = "quiet";
       break;
     }

@@ -29,7 +29,12 @@
 //      launch API records), end after drain_quiet_flushes consecutive flushes that brought nothing;
 //   3. once balanced, flush again while flushes still bring records (siblings of a multi-kernel
 //      launch come after the launch's first row: one more flush when the rows came at once, as
-//      after a pulling Disable, else one poll interval at a time until a flush brings nothing);
+//      after a pulling Disable, else one poll interval at a time until a flush brings nothing
+//      and, when the devices were synchronised, every row is due);
+//   Without API records (launchesMayBeUnseen) a launch outside any op leaves no record before
+//   its row: balanced or quiet then also needs every row due, and without a bound on MSPTI's
+//   delay (no row came during the drain, or the devices were not synchronised) that is the
+//   timeout;
 //   4. (poll_first) Disable now, then FlushAll;
 //   5. Unsubscribe (stops device tasks), then a last FlushAll: what arrives now is "late".
 // Order: a library that pulls device data on Disable loses nothing with disable_first and stops
@@ -66,6 +71,12 @@ struct DrainInput {
   // The library predates 26.0 and is not preloaded: with no KERNEL/COMMUNICATION record at all,
   // it knows no device and no kernel or collective row can come (evidence "kernels_need_preload").
   bool kernelsNeedPreload = false;
+  // No API records are collected: launches outside any op (or every launch, before 8.1) leave no
+  // record before their row, so the drain also waits until every row is due (see the rule).
+  bool launchesMayBeUnseen = false;
+  // Every device that may hold the session's work was synchronised before the drain: every
+  // kernel had ended, so a row is due within MSPTI's delivery delay.
+  bool devicesSynchronized = false;
 };
 
 // Runs the drain; failures of individual calls are appended to `errors`. `disabledAt` receives the

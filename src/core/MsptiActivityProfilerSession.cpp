@@ -250,6 +250,7 @@ void MsptiActivityProfilerSession::collect() {
     for (auto kind : enabledKinds_) api.enable(kind);
   }
   DrainStats drain;
+  bool devicesSynchronized = false;
   if (deps_.config.synchronizeDevices && deps_.synchronizeDevices) {
     // torch.profiler synchronises the current device only; kernels launched in the window on the
     // others may still be running, and MSPTI 26.1 discards what has not ended when it is disabled.
@@ -260,7 +261,7 @@ void MsptiActivityProfilerSession::collect() {
     for (uint32_t physical : store_->devicesSeen())
       devices.push_back(logicalDevice(physical, deps_.config.visibleDevices));
     const auto t0 = std::chrono::steady_clock::now();
-    guard(errors_, "synchronize devices", [&] { deps_.synchronizeDevices(devices); });
+    guard(errors_, "synchronize devices", [&] { devicesSynchronized = deps_.synchronizeDevices(devices); });
     drain.synchronizeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   counters_.unbalancedAtStop += forwarder_->disarm();
@@ -284,6 +285,8 @@ void MsptiActivityProfilerSession::collect() {
       libraryIsPreloaded() && !(collected(MSPTI_ACTIVITY_KIND_MEMCPY) && collected(MSPTI_ACTIVITY_KIND_MEMSET));
   // Before 26.0 a device is known only through the preloaded library's aclrtSetDevice (mspti.md 5.5).
   in.kernelsNeedPreload = predates26_ && !libraryIsPreloaded();
+  in.launchesMayBeUnseen = !collected(MSPTI_ACTIVITY_KIND_RUNTIME_API) && !collected(MSPTI_ACTIVITY_KIND_API);
+  in.devicesSynchronized = devicesSynchronized;
   std::vector<std::string> drainErrors;
   int64_t disabledAt = 0;
   const double synchronizeMs = drain.synchronizeMs;
@@ -308,7 +311,8 @@ void MsptiActivityProfilerSession::collect() {
   counters_.abandonedBuffers = store_->abandonedBuffers();
   counters_.abandonedBytes = store_->abandonedBytes();
   counters_.afterCollection = store_->afterCollection();
-  counters_.junkCorrelationIds = store_->ledger().junkIds();
+  const CorrelationLedger::Watermark watermark = store_->ledger().watermark();
+  counters_.junkCorrelationIds = store_->ledger().junkIds() + watermark.outliers;
   counters_.overCap = store_->overCap();
 
   hostClock_ = HostClock::decide(store_->apis(), clockAtStart_, ClockSample::now());
@@ -316,7 +320,7 @@ void MsptiActivityProfilerSession::collect() {
   launches_ = LaunchTable::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
   store_->releaseDeviceRecords();  // the launch table holds the kept rows from here on
   if (deps_.staleBelow) {
-    const uint64_t maxId = store_->maxCorrelationId();
+    const uint64_t maxId = watermark.id;
     uint64_t prev = deps_.staleBelow->load();
     while (maxId > prev && !deps_.staleBelow->compare_exchange_weak(prev, maxId)) {}
   }
@@ -329,14 +333,13 @@ void MsptiActivityProfilerSession::collect() {
                                      "records were lost (raise buffer_pool_cap or buffer_size)",
                                      counters_.buffersDeclined, deps_.config.bufferPoolCap));
   const uint64_t kernelRecords = store_->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL];
-  const std::string libraryVersion = deps_.libraryReport ? deps_.libraryReport().version : std::string();
   if (drain.evidence == "kernels_need_preload" && drain.pendingLaunches > 0)
-    warnOnce(
-        "no-kernels",
-        fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL or COMMUNICATION record, and stop() "
-                    "did not wait for them: this MSPTI ({}) predates 26.0 and knows a device only when "
-                    "libmspti.so is preloaded at process start (CANN before 9.1): run with LD_PRELOAD={}",
-                    drain.pendingLaunches, libraryVersion.empty() ? "before 26.0" : libraryVersion, preloadHint()));
+    warnOnce("no-kernels",
+             fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL or COMMUNICATION record, and stop() "
+                         "did not wait for them: this MSPTI does not know RUNTIME_API, so it predates 26.0, and such "
+                         "a library knows a device only when libmspti.so is preloaded at process start: run with "
+                         "LD_PRELOAD={}",
+                         drain.pendingLaunches, preloadHint()));
   else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0 && deps_.peer.present &&
            drain.order == "poll_first")
     warnOnce("pending", fmt::format("torch-mspti: {} launches of this session never delivered device records: {} "
@@ -370,6 +373,12 @@ void MsptiActivityProfilerSession::collect() {
   else if (drain.pendingLaunches > 0)
     warnOnce("pending", fmt::format("torch-mspti: {} launches of this session have no device record (drain: {})",
                                     drain.pendingLaunches, drain.exitReason));
+  if (drain.exitReason == "timeout" && drain.pendingLaunches == 0 && in.launchesMayBeUnseen)
+    warnOnce("blind", fmt::format("torch-mspti: stop() waited the whole drain_timeout_ms={} ms: without API records "
+                                  "it cannot see every launch (one outside any op leaves no record before its row), "
+                                  "so it waits until every row is due, and nothing bounded MSPTI's delay here; set "
+                                  "enable_api_records=True for a stop() that knows what to wait for",
+                                  deps_.config.drainTimeoutMs));
   if (counters_.outOfWindow > 0)
     warnOnce("window", fmt::format("torch-mspti: {} device records were dropped: their launch lies outside the "
                                    "profiling window",

@@ -62,7 +62,8 @@ struct SessionDeps {
   std::atomic<uint64_t>* staleBelow = nullptr;
   // Waits until the given PrivateUse1 devices (logical indices; the ones the session saw records
   // from, possibly none) and any others the backend has already initialised are idle (may be empty).
-  std::function<void(const std::vector<int32_t>&)> synchronizeDevices;
+  // Returns true when every device that may hold the session's work is idle now.
+  std::function<bool(const std::vector<int32_t>&)> synchronizeDevices;
   // JSON objects (comma-joined) describing the logical devices given, for "deviceProperties"
   // (may be empty).
   std::function<std::string(const std::vector<int32_t>&)> deviceProperties;

@@ -1,6 +1,7 @@
 #include "PluginContext.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -101,23 +102,31 @@ SessionDeps PluginContext::sessionDeps() {
 
 namespace {
 
-bool initialised(c10::DeviceIndex d) {
+// Whether device d has a primary context; nullopt when the backend cannot say.
+std::optional<bool> initialised(c10::DeviceIndex d) {
   try {
-    return at::isPrivateUse1HooksRegistered() && at::detail::getPrivateUse1Hooks().hasPrimaryContext(d);
+    if (!at::isPrivateUse1HooksRegistered()) return std::nullopt;
+    return at::detail::getPrivateUse1Hooks().hasPrimaryContext(d);
   } catch (...) {
-    return false;  // the default hooks throw for every query
+    return std::nullopt;  // the default hooks throw for every query
   }
 }
 
 }  // namespace
 
-void synchronizePrivateUse1Devices(const std::vector<int32_t>& devices) {
+bool synchronizePrivateUse1Devices(const std::vector<int32_t>& devices) {
   constexpr auto kType = c10::DeviceType::PrivateUse1;
-  if (!c10::impl::hasDeviceGuardImpl(kType)) return;
+  if (!c10::impl::hasDeviceGuardImpl(kType)) return false;
   const c10::impl::DeviceGuardImplInterface* impl = c10::impl::getDeviceGuardImpl(kType);
   const c10::DeviceIndex count = impl->deviceCount();
-  for (c10::DeviceIndex d = 0; d < count; ++d)
-    if (std::find(devices.begin(), devices.end(), d) != devices.end() || initialised(d)) impl->synchronizeDevice(d);
+  bool complete = true;
+  for (c10::DeviceIndex d = 0; d < count; ++d) {
+    const std::optional<bool> init = initialised(d);
+    if (!init) complete = false;
+    if (std::find(devices.begin(), devices.end(), d) != devices.end() || init.value_or(false))
+      impl->synchronizeDevice(d);
+  }
+  return complete;
 }
 
 }  // namespace torch_mspti

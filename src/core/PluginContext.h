@@ -95,7 +95,8 @@ class PluginContext {
 // has an ACL context, so an idle device is never initialised by this), is idle, through torch's
 // device guard (DeviceGuardImplInterface::synchronizeDevice, which torch_npu and the simulated
 // device implement). No-op when no PrivateUse1 backend is registered; a backend without hooks, or
-// whose hooks throw, gets the given devices only.
-void synchronizePrivateUse1Devices(const std::vector<int32_t>& devices);
+// whose hooks throw, gets the given devices only. True when every device that may hold work of the
+// session was synchronised (a backend is registered and told which devices are initialised).
+bool synchronizePrivateUse1Devices(const std::vector<int32_t>& devices);
 
 }  // namespace torch_mspti

@@ -41,7 +41,7 @@ enum class CounterMerge : uint8_t { kSum, kMax };
   X("correlation", correlationInterleaved, "interleaved", kStop, kSum,                                               \
     "pops that returned another thread's id: threads interleave on MSPTI's process-global stack")                    \
   X("correlation", junkCorrelationIds, "junk_ids", kStop, kSum,                                                      \
-    "launched correlation ids far above the session's others (foreign or misread records): ignored, never a "        \
+    "launched correlation ids apart from the session's own run of ids (foreign or misread records): never a "        \
     "watermark")                                                                                                     \
   X("correlation", opsLogged, "ops_logged", kStop, kSum, "op and user-range ids logged per thread")                  \
   X("correlation", opLogLost, "op_log_lost", kStop, kSum, "op ids not logged (no memory for a log chunk)")           \

@@ -102,6 +102,11 @@ def check(
             why = "and its health report is malformed (see health-report-malformed)"
         elif health.get("state") == "failed":
             why = "because the session failed (see session-failed)"
+        elif _health.pending_launches(health):
+            # the session saw launches whose rows never came: say why, not "did it run on the NPU?"
+            why = "because " + _pending_message(
+                _health.pending_launches(health), health.get("drain") or {}, _library_path(health)
+            )
         else:
             records = health.get("records")
             why = (
@@ -143,7 +148,7 @@ def check(
         pending = _health.pending_launches(health)
         if pending:
             drain = health.get("drain") or {}
-            warning("launches-pending", _pending_message(pending, drain))
+            warning("launches-pending", _pending_message(pending, drain, _library_path(health)))
 
 
 # What each drain outcome means for the launches still pending, and the fix (the plugin's drain
@@ -151,7 +156,7 @@ def check(
 _PENDING_CAUSE = {
     "kernels_need_preload": (
         "this MSPTI predates 26.0 and knows no device unless libmspti.so is preloaded at process start: "
-        "run with LD_PRELOAD=<the libmspti.so in use>"
+        "run with LD_PRELOAD={library}"
     ),
     "unclassified_quiet": (
         "without API records their class is unknown; they are likely copies, which were not collected "
@@ -160,11 +165,17 @@ _PENDING_CAUSE = {
 }
 
 
-def _pending_message(pending: int, drain: dict) -> str:
+def _library_path(health: dict) -> str:
+    lib = health.get("library")
+    path = lib.get("path") if isinstance(lib, dict) else None
+    return path if isinstance(path, str) and path else "<the libmspti.so in use>"
+
+
+def _pending_message(pending: int, drain: dict, library: str = "<the libmspti.so in use>") -> str:
     head = f"{pending} launch(es) had no device row when the drain ended ({drain.get('exit_reason', '?')})"
     cause = _PENDING_CAUSE.get(drain.get("evidence") or "")
     if cause:
-        return f"{head}: {cause}"
+        return f"{head}: {cause.format(library=library)}"
     return (
         f"{head}: those rows are missing from the trace; their records come later than drain_timeout_ms, or "
         "their work was still running (raise drain_timeout_ms, or synchronize the device before the profiler stops)"

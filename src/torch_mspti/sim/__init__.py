@@ -25,6 +25,7 @@ import ctypes
 import os
 import sys
 import threading
+import warnings
 from typing import Any
 
 from torch_mspti import _paths
@@ -145,6 +146,16 @@ def _simulator_for_plugin() -> str:
     Refuses (RuntimeError) when the plugin is set to, or already has loaded, another library."""
     chosen, how = _plugin_library_choice()
     if chosen is None:
+        late = os.environ.get("TORCH_MSPTI_LIBRARY")
+        if late:
+            # Settings are read at import: a variable set afterwards chooses nothing.
+            warnings.warn(
+                f"torch_mspti.sim.enable(): TORCH_MSPTI_LIBRARY={late!r} was set after torch_mspti was imported "
+                "and is ignored (settings are read at import); the default simulator is used. Fix: call "
+                f"torch_mspti.use_library({late!r}) before sim.enable(), or set the variable before the import",
+                RuntimeWarning,
+                stacklevel=3,
+            )
         return simulator_library()
     if _paths.simulator_generation_of(chosen) is not None:
         return chosen

@@ -11,6 +11,7 @@
 
 #include "DrainPolicy.h"
 #include "FakeMspti.h"
+#include "FakeOps.h"
 #include "MsptiBufferPool.h"
 #include "StoreFill.h"
 
@@ -144,6 +145,35 @@ TEST_F(DrainPolicyTest, SiblingsThatComeAfterTheBalancingFlushAreKept) {
   ASSERT_GE(off, 0);
   EXPECT_GE(std::count(calls.begin(), calls.begin() + off, std::string("flushAll")), 5);
   EXPECT_EQ(d.lateRecords, 0u);
+}
+
+TEST_F(DrainPolicyTest, WithSynchronisedDevicesTheTailWaitsUntilEverySiblingIsDue) {
+  // poll_first, devices synchronised: the first row came 30 ms after its kernel ended, so every
+  // row is due 30 ms after the drain began; a sibling that comes after several empty flushes
+  // (a launch of long kernels) is still waited for
+  fake.withIsEnabled = false;
+  config.drainTimeoutMs = 500;
+  arm();
+  const auto end = static_cast<uint64_t>(realtimeNs() - 30'000'000);
+  RecordBuilder launch, first, sibling;
+  launch.api(end - 2000, end - 1000, 1, 2, 7, "LaunchKernelV2");
+  first.kernel(end - 1000, end, 0, 1, 7, "multi");
+  sibling.kernel(end, end + 500, 0, 1, 7, "multi");
+  fake.writeNow(launch);
+  fake.deliverNow();
+  fake.putInFlightLater(first, 2);
+  fake.putInFlightLater(sibling, 9);  // after six empty flushes
+  DrainInput in{api.get(), store.get(), subscriber, kinds, config, kKernels};
+  in.devicesSynchronized = true;
+  const DrainStats d = drain(in, errors, disabledAt);
+  store->seal();
+  EXPECT_EQ(d.exitReason, "balanced");
+  EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL), 2u);
+  EXPECT_EQ(d.lateRecords, 0u);
+  const auto calls = fake.calls();
+  const int off = firstCall("disable(KERNEL)");
+  ASSERT_GE(off, 0);
+  EXPECT_GE(std::count(calls.begin(), calls.begin() + off, std::string("flushAll")), 9);
 }
 
 TEST_F(DrainPolicyTest, AfterAPullingDisableOneMoreFlushTakesTheSiblings) {

@@ -49,6 +49,7 @@ SessionDeps SessionHarness::deps() {
   d.synchronizeDevices = [this](const std::vector<int32_t>& devices) {
     std::lock_guard<std::mutex> lock(mutex_);
     synchronized_.push_back(devices);
+    return true;
   };
   d.warn = [this](const std::string& message) {
     std::lock_guard<std::mutex> lock(mutex_);
