@@ -1,7 +1,7 @@
 # Locate the torch the build interpreter imports, and describe only what the plugin uses from it:
 # libtorch_cpu + libc10, the ATen/torch headers and the kineto and fmt headers shipped in the wheel.
-# find_package(Torch) is avoided on purpose: on CUDA wheels it demands a CUDA toolkit
-# (shared/docs/packaging.md 1.2-1.3). Works for the pip layout (torch/lib, torch/include) and the
+# find_package(Torch) is avoided on purpose: on CUDA wheels its TorchConfig.cmake requires the CUDA
+# toolkit (nvcc and CUDA's CMake modules), which a CPU-only build host does not have. Works for the pip layout (torch/lib, torch/include) and the
 # conda-forge split layout ($PREFIX/lib, $PREFIX/include).
 #
 # Produces: INTERFACE target torch_cpu_min; TORCH_VERSION_FULL, TORCH_VERSION_MAJOR_MINOR.

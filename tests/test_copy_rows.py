@@ -1,4 +1,4 @@
-"""Memory copies on the NPU lanes (trace-format.md "Memory copies"; mspti.md 3.4, 5.5).
+"""Memory copies on the NPU lanes (README "Copies, user ranges, devices"; mspti.md 3.4, 5.5).
 
 MSPTI reports MEMCPY records only with its library in LD_PRELOAD from process start. So:
 
