@@ -285,7 +285,10 @@ void MsptiActivityProfilerSession::collect() {
       libraryIsPreloaded() && !(collected(MSPTI_ACTIVITY_KIND_MEMCPY) && collected(MSPTI_ACTIVITY_KIND_MEMSET));
   // Before 26.0 a device is known only through the preloaded library's aclrtSetDevice (mspti.md 5.5).
   in.kernelsNeedPreload = predates26_ && !libraryIsPreloaded();
-  in.launchesMayBeUnseen = !collected(MSPTI_ACTIVITY_KIND_RUNTIME_API) && !collected(MSPTI_ACTIVITY_KIND_API);
+  // (only when a device kind is collected: without one there is no row to wait for)
+  in.launchesMayBeUnseen = !collected(MSPTI_ACTIVITY_KIND_RUNTIME_API) && !collected(MSPTI_ACTIVITY_KIND_API) &&
+                           (collected(MSPTI_ACTIVITY_KIND_KERNEL) || collected(MSPTI_ACTIVITY_KIND_COMMUNICATION) ||
+                            collected(MSPTI_ACTIVITY_KIND_MEMCPY) || collected(MSPTI_ACTIVITY_KIND_MEMSET));
   in.devicesSynchronized = devicesSynchronized;
   std::vector<std::string> drainErrors;
   int64_t disabledAt = 0;
@@ -373,12 +376,6 @@ void MsptiActivityProfilerSession::collect() {
   else if (drain.pendingLaunches > 0)
     warnOnce("pending", fmt::format("torch-mspti: {} launches of this session have no device record (drain: {})",
                                     drain.pendingLaunches, drain.exitReason));
-  if (drain.exitReason == "timeout" && drain.pendingLaunches == 0 && in.launchesMayBeUnseen)
-    warnOnce("blind", fmt::format("torch-mspti: stop() waited the whole drain_timeout_ms={} ms: without API records "
-                                  "it cannot see every launch (one outside any op leaves no record before its row), "
-                                  "so it waits until every row is due, and nothing bounded MSPTI's delay here; set "
-                                  "enable_api_records=True for a stop() that knows what to wait for",
-                                  deps_.config.drainTimeoutMs));
   if (counters_.outOfWindow > 0)
     warnOnce("window", fmt::format("torch-mspti: {} device records were dropped: their launch lies outside the "
                                    "profiling window",
