@@ -64,7 +64,9 @@ def test_nonexistent_explicit_library_gives_cpu_only_trace_one_warning_and_reaso
 
 def test_no_explicit_library_and_no_cann_gives_cpu_only_trace_one_warning_and_reason(tmp_path):
     if Path("/usr/local/Ascend").exists():
-        pytest.skip("a CANN installation exists under /usr/local/Ascend")
+        pytest.skip(
+            "needs a machine without CANN: the plugin searches /usr/local/Ascend, where this machine has a real libmspti.so that it would load"
+        )
     run = _run_without_library(tmp_path, None)
     _assert_cpu_only_trace_with_one_warning_and_a_reason(run)
     candidates = run.diagnostics["library"]["candidates"]
@@ -108,7 +110,9 @@ print(json.dumps({"warnings": [str(w.message) for w in caught], "reason": lib["r
 
 def test_library_variable_set_after_import_is_named_with_use_library(tmp_path):
     if Path("/usr/local/Ascend").exists():
-        pytest.skip("a CANN installation exists under /usr/local/Ascend")
+        pytest.skip(
+            "needs a machine without CANN: the plugin searches /usr/local/Ascend, where this machine has a real libmspti.so that it would load"
+        )
     proc = subprocess.run(
         [sys.executable, "-c", _LATE_LIBRARY_CHILD],
         capture_output=True,

@@ -69,6 +69,11 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
   in.store->takeEarliestNewEnd();
   // Every kernel had ended when the drain began (the devices were synchronised), so every row is
   // due by then plus MSPTI's delivery delay, which the rows that came during the drain bound.
+  // A row that came with the flush just made waited at most (now - its end) in MSPTI.
+  auto noteDelay = [&] {
+    const int64_t earliest = in.store->takeEarliestNewEnd();
+    if (earliest != INT64_MAX) delayBound = std::max(delayBound, realtimeNs() - earliest);
+  };
   auto allDue = [&] { return in.devicesSynchronized && delayBound > 0 && realtimeNs() >= drainStart + delayBound; };
   auto holding = [&](int quietFlushes) {
     uint32_t hold = in.waitFor;
@@ -91,9 +96,9 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
   for (;;) {
     flush(in, d, errors);
     ++polls;
-    const int64_t earliestNew = in.store->takeEarliestNewEnd();
     // Rows of the first flush may have waited in MSPTI's buffer since long before the drain.
-    if (polls > 1 && earliestNew != INT64_MAX) delayBound = std::max(delayBound, realtimeNs() - earliestNew);
+    if (polls > 1) noteDelay();
+    else in.store->takeEarliestNewEnd();
     const uint64_t now = in.store->records();
     quiet = now == seen ? quiet + 1 : 0;
     seen = now;
@@ -117,8 +122,7 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
             if (Clock::now() >= deadline) break;
             std::this_thread::sleep_for(std::min<Clock::duration>(interval, deadline - Clock::now()));
             flush(in, d, errors);
-            const int64_t earliest = in.store->takeEarliestNewEnd();
-            if (earliest != INT64_MAX) delayBound = std::max(delayBound, realtimeNs() - earliest);
+            noteDelay();
             const uint64_t after = in.store->records();
             const bool dueKnown = in.devicesSynchronized && delayBound > 0;
             if (after == last && (!dueKnown || allDue())) break;
