@@ -1,10 +1,15 @@
-"""Local dynamic-metadata provider: the runtime torch pin, derived from the build torch.
+"""Local dynamic-metadata provider: the version and the runtime torch pin, from the build torch.
 
 libtorch has no stable C++ ABI across minor versions, so a wheel compiled against torch X.Y
 must only be installed next to torch X.Y. This provider runs inside the build environment
 (isolated or ``--no-build-isolation``), imports the same torch that CMake compiles against,
-and adds ``torch>=X.Y,<X.(Y+1)`` to ``[project] dependencies``. No local version (``+cpu``)
-is pinned, so both ``2.13.0`` and ``2.13.0+cpu`` satisfy it.
+and
+
+* adds ``torch>=X.Y,<X.(Y+1)`` to ``[project] dependencies``. No local version (``+cpu``) is
+  pinned, so both ``2.13.0`` and ``2.13.0+cpu`` satisfy it;
+* sets the version to ``BASE_VERSION+torchX.Y`` (a PEP 440 local version label), so that the
+  wheel's file name says which torch it is for: ``torch_mspti-0.1.0+torch2.7-cp311-...whl``.
+  An sdist, made without torch, has the plain ``BASE_VERSION``.
 
 Hooked up in pyproject.toml as
 ``[[tool.dynamic-metadata]] provider = { path = "_build_support", module = "torch_pin" }``.
@@ -19,6 +24,10 @@ from typing import Any
 
 _AUTOLOAD_ENV = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
+# The release version, without the torch label. recipe/recipe.yaml states the same number
+# (tests/test_packaging.py checks that they agree).
+BASE_VERSION = "0.1.0"
+
 # Set by scikit-build-core through the optional build_state hook before dynamic_metadata.
 _state = "metadata_wheel"
 
@@ -30,6 +39,13 @@ def torch_requirement(torch_version: str) -> str:
         raise ValueError(f"torch-mspti: cannot read major.minor from torch version {torch_version!r}")
     major, minor = int(match.group(1)), int(match.group(2))
     return f"torch>={major}.{minor},<{major}.{minor + 1}"
+
+
+def torch_local_version(torch_version: str) -> str:
+    """``"2.7.1+cu126"`` -> ``"0.1.0+torch2.7"``: this project's version for a build against that torch."""
+    requirement = torch_requirement(torch_version)  # validates the version
+    major_minor = requirement.split(">=", 1)[1].split(",", 1)[0]
+    return f"{BASE_VERSION}+torch{major_minor}"
 
 
 def _build_torch_version() -> str | None:
@@ -63,15 +79,15 @@ def dynamic_metadata(settings: Mapping[str, Any], project: Mapping[str, Any]) ->
     if version is None:
         if _state == "sdist":
             # An sdist may be made without torch; the wheel built from it gets the pin.
-            return {"dependencies": []}
+            return {"dependencies": [], "version": BASE_VERSION}
         raise RuntimeError(
             "torch-mspti: building a wheel needs torch in the build environment; "
             'install it first (pip install "torch==2.13.*") or allow build isolation'
         )
-    return {"dependencies": [torch_requirement(version)]}
+    return {"dependencies": [torch_requirement(version)], "version": torch_local_version(version)}
 
 
 def dynamic_wheel(settings: Mapping[str, Any]) -> dict[str, bool]:
-    """The pin depends on the torch present when the wheel is built: Dynamic in the sdist."""
+    """Pin and version depend on the torch present when the wheel is built: Dynamic in the sdist."""
     del settings
-    return {"dependencies": True}
+    return {"dependencies": True, "version": True}

@@ -18,6 +18,7 @@
 #include "PyStrings.h"
 #include "Registration.h"
 #include "SessionStats.h"
+#include "TorchCompat.h"
 
 namespace nb = nanobind;
 
@@ -264,6 +265,20 @@ void bindDiagnostics(nb::module_& m) {
       "last_trace_used_ours (True only when our session collected the last device trace; None before\n"
       "one), MSPTI buffers outstanding and pooled, forked_child.");
 
+  m.def(
+      "torch_build",
+      [] {
+        nb::dict d;
+        d["built_for"] = compat::kBuildTorchVersion;
+        d["privateuse1_profiler_registry"] = compat::kHasPrivateUse1ProfilerRegistry;
+        d["session_metadata"] = compat::kSessionMetadata ? "getMetadata" : "addMetadata";
+        d["flow_id_bits"] = compat::kFlowIdBits;
+        return d;
+      },
+      "What this build was compiled against (src/core/TorchCompat.h): built_for (torch version),\n"
+      "privateuse1_profiler_registry (torch has PrivateUse1ProfilerRegistry), session_metadata\n"
+      "(how the health report reaches the trace: kineto's getMetadata, or addMetadata on older\n"
+      "kineto) and flow_id_bits (27 or 32: the width of kineto's flow ids). Constant data.");
   m.def(
       "last_session", [] { return PluginContext::process().stats.last(); },
       "The last session's report, or None before the first device session.");

@@ -26,6 +26,9 @@ RECIPE = ROOT / "recipe" / "recipe.yaml"
 BUILT_PLATFORMS = ("linux-64", "linux-aarch64")
 SKIPPED_PLATFORMS = ("osx-arm64",)
 PYTHONS = {"3.10", "3.11", "3.12"}
+# One variant per torch minor of the README's support table (recipe/variants.yaml zips pytorch
+# with libtorch).
+TORCH_MINORS = {"2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14"}
 
 _CHILD = """
 import sys, warnings
@@ -75,11 +78,14 @@ def problems_in(platform: str, rendered: list[dict]) -> list[str]:
     if not rendered:
         problems.append(f"{platform}: zero variants rendered")
     pythons = set()
+    torches: set[str] = set()
     for entry in rendered:
         variant = entry["build_configuration"]["variant"]
         pythons.add(variant.get("python"))
-        if not str(variant.get("pytorch", "")).startswith("2.13"):
-            problems.append(f"{platform}: variant without pytorch 2.13: {variant}")
+        torch_minor = str(variant.get("pytorch", ""))
+        torches.add(torch_minor)
+        if str(variant.get("libtorch", "")) != torch_minor:
+            problems.append(f"{platform}: pytorch and libtorch minors differ: {variant}")
         host = entry["recipe"]["requirements"].get("host", [])
         for bare in ("pytorch", "libtorch"):
             if bare not in host:
@@ -87,6 +93,8 @@ def problems_in(platform: str, rendered: list[dict]) -> list[str]:
         build = entry["recipe"]["requirements"].get("build", [])
         if not any(str(dep).startswith("gxx_") for dep in build):
             problems.append(f"{platform}: compiler('cxx') did not render: {build}")
+    if rendered and torches != TORCH_MINORS:
+        problems.append(f"{platform}: pytorch variants {sorted(torches)}, expected {sorted(TORCH_MINORS)}")
     if rendered and pythons != PYTHONS:
         problems.append(f"{platform}: python variants {sorted(map(str, pythons))}, expected {sorted(PYTHONS)}")
     return problems

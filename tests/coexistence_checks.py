@@ -78,7 +78,7 @@ def assert_ours_serves(r: simrun.SimResult, profile: int = 0) -> None:
     launch_ids = {e["args"].get("correlation") for e in simrun.launches(trace)}
     ends = simrun.flow_events(trace, "f")
     starts = simrun.flow_events(trace, "s")
-    assert sorted(f["id"] for f in ends) == sorted(k["args"]["correlation"] for k in kernels), ends
+    assert sorted(f["id"] for f in ends) == sorted(simrun.flow_id(k["args"]["correlation"]) for k in kernels), ends
     assert {s["id"] for s in starts} <= launch_ids and len(starts) == len(kernels), f"foreign flow starts: {starts}"
     assert not [e for e in simrun.launches(trace) if e.get("dur", 0) == 0 and e["name"] in KERNEL_OP], (
         "the peer's zero-length flow tails are in the trace" + why

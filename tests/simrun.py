@@ -175,22 +175,38 @@ NS = {"torch": torch, "x": x, "launch": launch, "launch_bare": launch_bare, "syn
       "sim": sim, "sim_stats": sim_stats, "record_function": record_function,
       "out": RESULT["extra"], "torch_mspti": torch_mspti}
 
+def _device_links(p):
+    # FunctionEvent.linked_correlation_id is newer than torch 2.7; there, take it from the kineto
+    # events, which p.events() turns into FunctionEvents one by one and in order.
+    dev = [ev for ev in p.profiler.kineto_results.events() if ev.device_type() != torch.autograd.DeviceType.CPU]
+    fes = [e for e in p.events() if e.device_type != torch.autograd.DeviceType.CPU]
+    if len(dev) != len(fes) or any(a.name() != b.name for a, b in zip(dev, fes)):
+        return {}
+    return {id(b): a.linked_correlation_id() for a, b in zip(dev, fes)}
+
+def _linked(e, links):
+    if hasattr(e, "linked_correlation_id"):
+        return e.linked_correlation_id
+    return links.get(id(e))
+
 def _summary(p):
     kernels, ops, annotations = [], [], []
+    events = p.events()
+    links = _device_links(p) if events and not hasattr(events[0], "linked_correlation_id") else {}
     for e in p.events():
         if e.device_type != torch.autograd.DeviceType.CPU and e.is_user_annotation:
             annotations.append({"name": e.name, "id": e.id, "device_index": e.device_index,
-                                "linked_correlation_id": e.linked_correlation_id,
+                                "linked_correlation_id": _linked(e, links),
                                 "duration_us": e.time_range.elapsed_us(),
                                 "self_device_time_total": e.self_device_time_total})
         elif e.device_type != torch.autograd.DeviceType.CPU:
             kernels.append({"name": e.name, "device_type": str(e.device_type),
                             "is_privateuse1": e.device_type == torch.autograd.DeviceType.PrivateUse1,
                             "device_index": e.device_index, "id": e.id,
-                            "linked_correlation_id": e.linked_correlation_id,
+                            "linked_correlation_id": _linked(e, links),
                             "duration_us": e.time_range.elapsed_us(),
                             "self_device_time_total": e.self_device_time_total,
-                            "metadata": e.metadata_json})
+                            "metadata": getattr(e, "metadata_json", None)})
         else:
             ops.append({"id": e.id, "name": e.name, "is_user_annotation": bool(e.is_user_annotation),
                         "self_device_time_total": e.self_device_time_total,
@@ -471,6 +487,18 @@ def cpu_ops(trace) -> list[dict]:
 
 def launches(trace) -> list[dict]:
     return slices(trace, "privateuse1_runtime")
+
+
+def flow_id(correlation: int) -> int:
+    """The ac2g flow id the plugin gives the launch with ``correlation`` (its "correlation"
+    argument): the correlation itself where kineto's flow ids have 32 bits, else folded into 27
+    bits (src/core/TorchCompat.h, flowIdFor)."""
+    import torch_mspti
+
+    bits = torch_mspti._C.torch_build()["flow_id_bits"]
+    if bits >= 32:
+        return correlation
+    return 1 + correlation % ((1 << bits) - 1)
 
 
 def flow_events(trace, ph: str) -> list[dict]:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import simrun
 from link_workloads import queue_workload
 from op_links import audit, plugin_warnings, state_problems
-from simrun import TS_TOL_US, end, flow_events, kernels, launches, metadata
+from simrun import TS_TOL_US, end, flow_events, flow_id, kernels, launches, metadata
 
 from torch_mspti.check import check_trace
 from torch_mspti_cli import main as cli_main
@@ -62,7 +62,7 @@ def test_queued_launches_are_on_their_launch_thread_lane_at_their_host_time(queu
             t0,
             t1,
         )
-        cid = k["args"]["correlation"]
+        cid = flow_id(k["args"]["correlation"])
         assert (starts[cid]["tid"], starts[cid]["ts"]) == (tid, launch["ts"]), starts[cid]
         assert (ends[cid]["pid"], ends[cid]["tid"], ends[cid]["ts"]) == (k["pid"], k["tid"], k["ts"]), ends[cid]
 

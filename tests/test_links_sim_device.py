@@ -24,7 +24,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from op_links import state_problems
 from sim_support import require_simulator, result, run_checks, run_demo
-from simrun import TS_TOL_US, events, flow_events, kernels, launches, metadata
+from simrun import TS_TOL_US, events, flow_events, flow_id, kernels, launches, metadata
 
 from torch_mspti_cli import main as cli_main
 
@@ -154,7 +154,7 @@ def test_queued_launches_are_on_the_worker_lane_between_enqueue_and_kernel(queue
             assert k["args"]["link"] == "no_op_on_thread", k
             assert launch["tid"] in lanes and launch["pid"] == pid, launch
             assert op["ts"] - TS_TOL_US <= launch["ts"] <= k["ts"] + TS_TOL_US, (op, launch, k)
-            cid = k["args"]["correlation"]
+            cid = flow_id(k["args"]["correlation"])
             assert (starts[cid]["tid"], starts[cid]["ts"]) == (launch["tid"], launch["ts"])
             assert (ends[cid]["pid"], ends[cid]["tid"], ends[cid]["ts"]) == (k["pid"], k["tid"], k["ts"])
 

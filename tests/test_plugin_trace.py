@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import simrun
-from simrun import TS_TOL_US, cpu_ops, end, flow_events, kernels, launches
+from simrun import TS_TOL_US, cpu_ops, end, flow_events, flow_id, kernels, launches
 
 from torch_mspti.check import check_trace
 
@@ -118,8 +118,9 @@ def test_one_arrow_start_per_launch_and_the_bare_launch_is_shown_unlinked(run, t
     assert len(linked_launches) == len(in_op)
     # each start sits on a launch event (same lane, same ts) whose correlation is the flow id
     by_corr = {e["args"]["correlation"]: e for e in launches(trace)}
+    by_flow = {flow_id(c): e for c, e in by_corr.items()}
     for s in starts:
-        launch_ev = by_corr.get(s["id"])
+        launch_ev = by_flow.get(s["id"])
         assert launch_ev is not None, f"flow start {s} has no launch event with that correlation"
         assert (launch_ev["pid"], launch_ev["tid"]) == (s["pid"], s["tid"])
         assert launch_ev["ts"] == pytest.approx(s["ts"], abs=TS_TOL_US)
@@ -139,8 +140,8 @@ def test_multi_kernel_launch_has_one_start_and_a_finish_on_each_kernel(trace):
     assert len(fused) == 3
     assert len({k["args"]["correlation"] for k in fused}) == 1
     corr = fused[0]["args"]["correlation"]
-    assert len([s for s in flow_events(trace, "s") if s["id"] == corr]) == 1
-    f_ts = sorted(f["ts"] for f in flow_events(trace, "f") if f["id"] == corr)
+    assert len([s for s in flow_events(trace, "s") if s["id"] == flow_id(corr)]) == 1
+    f_ts = sorted(f["ts"] for f in flow_events(trace, "f") if f["id"] == flow_id(corr))
     assert f_ts == pytest.approx(sorted(k["ts"] for k in fused), abs=TS_TOL_US)
 
 
@@ -160,25 +161,25 @@ def test_arrow_ends_lie_on_different_lanes(trace):
 
 
 def test_arrow_finishes_sit_on_kernels_that_agree_with_the_launch(trace):
-    by_corr = {e["args"]["correlation"]: e for e in launches(trace)}
+    by_flow = {flow_id(e["args"]["correlation"]): e for e in launches(trace)}
     for f in flow_events(trace, "f"):
         ks = [
             k
             for k in kernels(trace)
-            if k["args"]["correlation"] == f["id"]
+            if flow_id(k["args"]["correlation"]) == f["id"]
             and (k["pid"], k["tid"]) == (f["pid"], f["tid"])
             and abs(k["ts"] - f["ts"]) <= TS_TOL_US
         ]
         assert len(ks) == 1, f"flow finish {f} does not sit on exactly one kernel: {ks}"
-        assert ks[0]["args"].get("External id") == by_corr[f["id"]]["args"].get("External id")
+        assert ks[0]["args"].get("External id") == by_flow[f["id"]]["args"].get("External id")
 
 
 def test_arrow_op_ids_are_ops_torch_recorded(run, trace):
     ops = _op_by_external_id(trace)
     torch_op_ids = {o["id"]: o["name"] for o in run.profiles[0]["ops"]}
-    by_corr = {e["args"]["correlation"]: e for e in launches(trace)}
+    by_flow = {flow_id(e["args"]["correlation"]): e for e in launches(trace)}
     for s in flow_events(trace, "s"):
-        eid = by_corr[s["id"]]["args"].get("External id")
+        eid = by_flow[s["id"]]["args"].get("External id")
         if eid is None:  # the bare launch
             continue
         assert eid in ops, f"launch for flow {s['id']} names op {eid}, not a cpu_op of this trace"

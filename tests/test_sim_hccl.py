@@ -29,6 +29,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+import simrun
 from hw_support import parse_devices
 from sim_support import require_simulator
 
@@ -267,7 +268,7 @@ def test_communication_rows_are_linked_to_the_ops_that_launched_them(torchrun_di
             op = ops.get(row["args"].get("External id"))
             assert op is not None, f"{row['name']} is not linked to an op: {row['args']}"
             assert op["name"] in HOST_OPS and row["name"].startswith(f"hcom_{HOST_OPS[op['name']].kind}_"), (op, row)
-            assert row["args"]["correlation"] in finishes, f"no arrow ends on {row['name']}"
+            assert simrun.flow_id(row["args"]["correlation"]) in finishes, f"no arrow ends on {row['name']}"
             linked_ops.append(op["args"]["External id"])
         host = [e["args"]["External id"] for e in _host_comm_ops(events)]
         assert sorted(linked_ops) == sorted(host)  # one row per collective op, none without its row

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "LinkResolver.h"
+#include "TorchCompat.h"
 
 namespace torch_mspti {
 namespace {
@@ -211,7 +212,7 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
     const bool hasLaunchEvent = placeLaunch(l, d, in, *ev);
     if (hasLaunchEvent) {
       ev->id = launchId;
-      ev->flow.id = static_cast<uint32_t>(launchId);
+      ev->flow.id = compat::flowIdFor(launchId);
       ev->flow.type = libkineto::kLinkAsyncCpuGpu;
       ev->flow.start = 1;
       ev->addMetadata(kCorrelation, launchId);
@@ -237,7 +238,7 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
       act.resource = stream;
       act.threadId = stream;
       if (hasLaunchEvent) {
-        act.flow.id = static_cast<uint32_t>(launchId);
+        act.flow.id = compat::flowIdFor(launchId);
         act.flow.type = libkineto::kLinkAsyncCpuGpu;
         act.flow.start = 0;
       }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <output_base.h>
 
+#include "TorchCompat.h"
+
 namespace torch_mspti {
 
 std::vector<int32_t> DeviceLanes::devices() const {
@@ -14,39 +16,21 @@ std::vector<int32_t> DeviceLanes::devices() const {
 
 libkineto::DeviceInfo DeviceLanes::deviceInfo(int32_t device) const {
   if (peerNames_) {
-    return libkineto::DeviceInfo{
-        .id = device,
-        .sortIndex = 0x1000000 + device,
-        .name = "NPU",
-        .label = device == 0 ? std::string("Ascend NPU") : fmt::format("Ascend NPU {}", device),
-    };
+    return compat::makeDeviceInfo(device, 0x1000000 + device, "NPU",
+                                  device == 0 ? std::string("Ascend NPU") : fmt::format("Ascend NPU {}", device));
   }
-  return libkineto::DeviceInfo{
-      .id = device,
-      .sortIndex = libkineto::kExceedMaxPid + device,
-      .name = fmt::format("NPU {}", device),
-      .label = fmt::format("NPU {}", device),
-  };
+  return compat::makeDeviceInfo(device, libkineto::kExceedMaxPid + device, fmt::format("NPU {}", device),
+                                fmt::format("NPU {}", device));
 }
 
 std::vector<libkineto::ResourceInfo> DeviceLanes::resourceInfos() const {
   std::vector<libkineto::ResourceInfo> out;
   out.reserve(streams_.size() + launchThreads_.size());
   for (const auto& [dev, stream] : streams_) {
-    out.push_back(libkineto::ResourceInfo{
-        .id = stream,
-        .sortIndex = stream,
-        .deviceId = dev,
-        .name = fmt::format("stream {}", stream),
-    });
+    out.push_back(compat::makeResourceInfo(dev, stream, stream, fmt::format("stream {}", stream)));
   }
   for (const auto& [pid, tid] : launchThreads_) {
-    out.push_back(libkineto::ResourceInfo{
-        .id = tid,
-        .sortIndex = tid,
-        .deviceId = pid,
-        .name = fmt::format("NPU launch thread {}", tid),
-    });
+    out.push_back(compat::makeResourceInfo(pid, tid, tid, fmt::format("NPU launch thread {}", tid)));
   }
   return out;
 }

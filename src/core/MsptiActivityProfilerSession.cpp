@@ -499,6 +499,14 @@ std::unique_ptr<libkineto::CpuTraceBuffer> MsptiActivityProfilerSession::getTrac
 
 std::string MsptiActivityProfilerSession::getDeviceProperties() {
   try {
+    // Older kineto never asks a child session for metadata; it calls this just before it writes
+    // the trace's metadata, so the report goes to kineto from here (TorchCompat.h).
+    if constexpr (!compat::kSessionMetadata) {
+      if (!metadataHandedOver_) {
+        metadataHandedOver_ = true;
+        for (const auto& [key, value] : getMetadata()) compat::addTraceMetadata(key, value);
+      }
+    }
     if (!deps_.deviceProperties || launches_.devices.empty()) return "";
     return deps_.deviceProperties(launches_.devices);
   } catch (...) {

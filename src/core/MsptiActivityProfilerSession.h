@@ -44,6 +44,7 @@
 #include "PeerBackends.h"
 #include "RecordStore.h"
 #include "SessionStats.h"
+#include "TorchCompat.h"
 
 namespace torch_mspti {
 
@@ -94,7 +95,10 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::vector<libkineto::ResourceInfo> getResourceInfos() override;
   std::unique_ptr<libkineto::CpuTraceBuffer> getTraceBuffer() override;
   std::string getDeviceProperties() override;
-  std::unordered_map<std::string, std::string> getMetadata() override;
+  // The health report as kineto's trace metadata ({"torch_mspti": json}); final from here on.
+  // An override where kineto has IActivityProfilerSession::getMetadata (TorchCompat.h); on older
+  // kineto getDeviceProperties() hands the same report to kineto instead.
+  std::unordered_map<std::string, std::string> getMetadata() TORCH_MSPTI_SESSION_METADATA_OVERRIDE;
 
   // Hot path: every op, on the op's thread. The first op after start() also takes MSPTI's buffer
   // callbacks back: a peer that kineto started after us registered its own (PeerBackends.h). One
@@ -147,6 +151,7 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::vector<std::string> notCollected_;  // SessionReport::notCollected
   bool subscribed_ = false;
   bool armed_ = false;
+  bool metadataHandedOver_ = false;  // the report went to kineto through addTraceMetadata (older kineto)
   bool published_ = false;
   std::atomic<bool> reclaimCallbacks_{false};
   msptiSubscriberHandle subscriber_ = nullptr;

@@ -6,11 +6,11 @@
 
 #include <c10/core/DeviceType.h>
 #include <libkineto.h>
-#include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
 
 #include "MsptiActivityProfiler.h"
 #include "PeerBackends.h"
 #include "PluginContext.h"
+#include "TorchCompat.h"
 
 namespace torch_mspti {
 namespace {
@@ -31,9 +31,9 @@ RegistrationStatus registerProfiler(PluginContext& context) {
   std::lock_guard<std::mutex> lock(gMutex);
   if (gStatus.attempted) return gStatus;
   gStatus.attempted = true;
-  auto& registry = torch::profiler::impl::PrivateUse1ProfilerRegistry::instance();
   gStatus.mode = context.config.snapshot().profiler;
-  gStatus.otherFactory = registry.hasFactory();
+  // torch's PrivateUse1 registry slot (torch >= 2.12; older torch has none: TorchCompat.h).
+  gStatus.otherFactory = compat::privateUse1RegistryHasFactory();
   const PeerBackend peer = detectPeerBackend();
   if (gStatus.mode == ProfilerMode::kOff) {
     gStatus.message = peer.present ? "torch-mspti: not registered (TORCH_MSPTI_PROFILER=off); " + peer.description +
@@ -55,7 +55,7 @@ RegistrationStatus registerProfiler(PluginContext& context) {
     // A factory is in torch's one-slot registry (a torch_npu build registering its MSPTI backend
     // there, or another vendor's profiler with TORCH_MSPTI_PROFILER=mspti): take the slot, so that
     // torch forwards ours instead of it and the other never runs.
-    registry.registerFactory(factory);
+    compat::takePrivateUse1RegistrySlot(factory);
   } else {
     // Straight with kineto, which keeps every child profiler: a peer that registers in torch's
     // registry after us (its library loaded later) cannot replace us, and kineto's on-demand

@@ -14,7 +14,13 @@ A :class:`Diagnostics` snapshot has typed parts (all plain JSON-serialisable dat
   kinds, the host clock of MSPTI's API records, counters (records by kind; buffers; correlation;
   dropped; repaired; rows; links by state: verified, recovered, unverified, no_op_on_thread,
   clock_untrusted, ambiguous, no_record), and drain statistics;
-* ``totals`` (``torch_mspti._C.Counters``) -- the same counters summed over every finished session.
+* ``totals`` (``torch_mspti._C.Counters``) -- the same counters summed over every finished session;
+* ``torch`` (dict) -- the torch this build was compiled against (``built_for``) and the one running,
+  how the build adapted to it (``privateuse1_profiler_registry``, ``session_metadata``,
+  ``flow_id_bits``; src/core/TorchCompat.h), whether torch-mspti had to list the PrivateUse1
+  profiler activity that torch omits (``privateuse1_activity_added``; torch_mspti/_torch_compat.py),
+  and what torch's profiler does with the plugin's rows on this minor (``support``: the README's
+  support-table row, ``None`` for a minor the table does not list).
 
 Times are ms unless a name says ns; ratios are in [0, 1]. Thread-safe: each call takes a fresh
 snapshot. Never raises for a missing or broken library (that is what ``library.reason`` is for);
@@ -27,7 +33,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import _C
+from . import _C, _torch_compat
 
 # The link states of a device row that leave it unlinked (README "Links: what an arrow means"), and
 # what the session's link warnings (by key) say about a low linked ratio.
@@ -94,6 +100,7 @@ class Diagnostics:
     totals: _C.Counters
     config: dict[str, Any] = field(default_factory=dict)
     environment_errors: list[str] = field(default_factory=list)
+    torch: dict[str, Any] = field(default_factory=dict)
 
     @property
     def collection_possible(self) -> bool:
@@ -109,6 +116,7 @@ class Diagnostics:
             "totals": self.totals.to_dict(),
             "config": self.config,
             "environment_errors": self.environment_errors,
+            "torch": self.torch,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -166,4 +174,5 @@ def diagnostics(load_library: bool = True) -> Diagnostics:
         totals=_C.totals(),
         config=config.to_dict(),
         environment_errors=config.environment_errors(),
+        torch=_torch_compat.report(),
     )

@@ -120,10 +120,52 @@ def print_verdict(out: Out, ok: bool, line: str, bad: str = "NOT READY") -> None
     out.para(("OK: " if ok else f"{bad}: ") + line, indent=2, first_indent=0, style="bold green" if ok else "bold red")
 
 
+def _build_torch() -> dict[str, str | None]:
+    """The torch the installed build was made for (read from torch_mspti/_build_info.py, without
+    importing the package, which refuses to load under another torch minor) and the running one."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    built = running = None
+    try:
+        spec = importlib.util.find_spec("torch_mspti")
+        if spec is not None and spec.origin:
+            text = (Path(spec.origin).parent / "_build_info.py").read_text()
+            match = re.search(r'TORCH_VERSION = "([^"]+)"', text)
+            built = match.group(1) if match else None
+    except (ImportError, OSError):
+        pass
+    try:
+        from importlib.metadata import version as dist_version
+
+        running = dist_version("torch")
+    except Exception:
+        pass
+    return {"built_for": built, "running": running}
+
+
 def _failure(args: argparse.Namespace, line: str) -> int:
+    torch_facts = _build_torch()
     if args.json:
-        dump_json({"ok": False, "error": line, "library": None, "plugin": None, "last_session": None, "totals": None})
+        dump_json(
+            {
+                "ok": False,
+                "error": line,
+                "library": None,
+                "plugin": None,
+                "last_session": None,
+                "totals": None,
+                "torch": torch_facts,
+            }
+        )
     print(f"{PROG} doctor: {line}", file=sys.stderr)
+    if torch_facts["built_for"] and torch_facts["running"]:
+        print(
+            f"{PROG} doctor: this build was made for torch {torch_facts['built_for']}; "
+            f"torch {torch_facts['running']} is installed",
+            file=sys.stderr,
+        )
     return 1
 
 
@@ -176,6 +218,40 @@ def run(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------ rendering
+
+
+def _render_torch(out: Out, t: dict) -> None:
+    """The torch section: the torch the build was made for, how it adapted, and the support row."""
+    if not t:
+        return
+    out.section("Torch")
+    added = t.get("privateuse1_activity_added")
+    rows: list[tuple[str, Any]] = [
+        ("built for", t.get("built_for")),
+        ("running", t.get("running")),
+        ("PrivateUse1 registry", "yes" if t.get("privateuse1_profiler_registry") else "none (registered with kineto)"),
+        ("health report via", t.get("session_metadata")),
+        ("flow id bits", t.get("flow_id_bits")),
+    ]
+    if added:
+        rows.append(("PrivateUse1 activity", "added by torch-mspti (this torch build omits it)"))
+    out.rows(rows)
+    support = t.get("support")
+    if support is None:
+        out.para(
+            f"torch {t.get('running')} is not in the README's support table; expect differences "
+            "(see README, Torch versions)",
+            indent=2,
+            style="yellow",
+        )
+        return
+    cells = ", ".join(f"{k.replace('_', ' ')} {support[k]}" for k in _SUPPORT_COLUMNS)
+    out.para(f"support (torch {support['minor']}, torch_npu {support['torch_npu']}): {cells}", indent=2)
+    if support.get("note"):
+        out.para(f"note: {support['note']}", indent=2)
+
+
+_SUPPORT_COLUMNS = ("builds", "kernels", "arrows", "device_time", "collectives", "copies")
 
 
 def render_capabilities(caps: dict) -> str | None:
@@ -232,6 +308,8 @@ def _render(out: Out, d: dict) -> None:
             ("last trace used ours", plugin.get("last_trace_used_ours")),
         ]
     )
+
+    _render_torch(out, d.get("torch") or {})
 
     env_errors = d.get("environment_errors") or []
     if env_errors:

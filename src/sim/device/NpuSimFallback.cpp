@@ -6,6 +6,7 @@
 #include "NpuSimRuntime.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/library.h>
 
 #include <mutex>
@@ -63,5 +64,22 @@ void install_direct_fallbacks() {
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>()); }
+
+namespace {
+// torch 2.13 registers an autograd backend fallback for AutogradPrivateUse1 (in its
+// VariableFallbackKernel.cpp); torch 2.7 has none, so an op without an autograd kernel of its own
+// (the c10d collectives that DDP and FSDP call) fails on npu tensors with "Could not run ... from
+// the 'Autogradnpu' backend". Where that fallback is missing, torch's own basic one is registered
+// when this library loads (docs/kineto.md 7). A run-time check: registering a second fallback is
+// a hard error.
+struct AutogradFallback {
+  AutogradFallback() {
+    if (c10::Dispatcher::singleton().hasBackendFallbackForDispatchKey(c10::DispatchKey::AutogradPrivateUse1)) return;
+    static auto* lib =
+        new torch::Library(torch::Library::IMPL, "_", c10::DispatchKey::AutogradPrivateUse1, __FILE__, __LINE__);
+    lib->fallback(torch::autograd::basicAutogradNotImplementedFallback());
+  }
+} gAutogradFallback;
+}  // namespace
 
 }  // namespace torch_mspti::sim

@@ -7,6 +7,7 @@
 // Registered for AutogradPrivateUse1 (training) and PrivateUse1 (inference mode).
 #include "NpuSimCall.h"
 #include "NpuSimRuntime.h"
+#include "TorchCompat.h"
 
 #include <c10/core/DeviceGuard.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -98,9 +99,9 @@ void cpu_graph_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   // Created before the CPU ops run, so that it takes the sequence number of this op.
-  c10::intrusive_ptr<CpuGraphBackward> node;
+  decltype(compat::makeNode<CpuGraphBackward, torch::autograd::Edge>()) node;
   if (!needs_grad.empty()) {
-    node = c10::make_intrusive<CpuGraphBackward>();
+    node = compat::makeNode<CpuGraphBackward, torch::autograd::Edge>();
     node->op = schema.name();
     node->kernels = kernels;
     node->set_next_edges(torch::autograd::collect_next_edges(needs_grad));

@@ -76,7 +76,8 @@ def _wire(t: torch.Tensor, reduces: bool) -> torch.Tensor:
 
 
 def _reduce_op(op_obj, dtype: torch.dtype) -> dist.ReduceOp:
-    value = int(op_obj.op())
+    # op_obj is a TorchScript c10d.ReduceOp; torch 2.7's has no op() method, so the device reads it.
+    value = int(torch.ops.npu_sim.reduce_op_value(op_obj))
     red = dist.ReduceOp.RedOpType(value)
     if red == dist.ReduceOp.RedOpType.PREMUL_SUM:
         raise RuntimeError(
@@ -130,7 +131,7 @@ def _future_of(gloo_work) -> torch.futures.Future:
         return fut
 
 
-def _work(gloo_works: list, value: list[torch.Tensor], device: torch.device):
+def _work(gloo_works: list, value: list[torch.Tensor], device: torch.device, after=None):
     """A c10d Work that completes (value = the npu tensors) when all gloo transfers have finished."""
     fut = torch.futures.Future(devices=[device])
 
@@ -138,6 +139,8 @@ def _work(gloo_works: list, value: list[torch.Tensor], device: torch.device):
         try:
             for f in all_done.value():
                 f.value()
+            if after is not None:
+                after()
         except Exception as exc:  # a transfer failed: the Work's wait() raises it
             fut.set_exception(exc)
             return
@@ -147,15 +150,15 @@ def _work(gloo_works: list, value: list[torch.Tensor], device: torch.device):
     return torch._C._distributed_c10d._create_work_from_future(fut).boxed()
 
 
-def _run(comm, coll: Collective, parts, value: list[torch.Tensor]):
+def _run(comm, coll: Collective, parts, value: list[torch.Tensor], after=None):
     """For each (tensor, count, start) part: launch its device record inside the collective's host range,
-    then start its gloo transfer. One Work covers all parts."""
+    then start its gloo transfer. One Work covers all parts; ``after()`` runs once they are done."""
     works = []
     for t, count, start in parts:
         with _host_range(coll):
             _launch(comm, coll, t, count)
             works.append(start())
-    return _work(works, value, parts[0][0].device)
+    return _work(works, value, parts[0][0].device, after)
 
 
 # ------------------------------------------------------------------------------------------ kernels
@@ -168,8 +171,19 @@ def allreduce_(tensors, process_group, reduce_op, sparse_indices=None, async_op=
     _device(tensors)
     opts = _timeout(dist.AllreduceOptions(), timeout)
     opts.reduceOp = _reduce_op(reduce_op, t.dtype)
-    start = lambda: comm.gloo.allreduce([_wire(t, reduces=True)], opts)  # noqa: E731
-    return tensors, _run(comm, COLLECTIVES["allreduce"], [(t, t.numel(), start)], list(tensors))
+    wire = _wire(t, reduces=True)
+    after = None
+    if opts.reduceOp == dist.ReduceOp.AVG:
+        # A sum, then a division of the host alias (no npu op): the same as gloo's own AVG, and
+        # available on torch 2.7, whose gloo has no AVG.
+        opts.reduceOp = dist.ReduceOp.SUM
+        size = comm.size
+
+        def after() -> None:
+            wire.div_(size)
+
+    start = lambda: comm.gloo.allreduce([wire], opts)  # noqa: E731
+    return tensors, _run(comm, COLLECTIVES["allreduce"], [(t, t.numel(), start)], list(tensors), after)
 
 
 def broadcast_(tensors, process_group, root_rank, root_tensor=0, async_op=True, timeout=-1):

@@ -11,6 +11,8 @@
 #include <GenericTraceActivity.h>
 #include <output_base.h>
 
+#include <torch_mspti_torch_features.h>  // the kineto logger's signatures for this torch (TorchCompat.h)
+
 namespace torch_mspti::test {
 
 struct LoggedActivity {
@@ -29,7 +31,9 @@ struct LoggedActivity {
 
 class CollectingLogger : public libkineto::ActivityLogger {
  public:
-  void handleDeviceInfo(const libkineto::DeviceInfo& info, int64_t) override { devices.push_back(info.id); }
+  void handleDeviceInfo(const libkineto::DeviceInfo& info, TORCH_MSPTI_KINETO_DEVICE_INFO_TIME) override {
+    devices.push_back(info.id);
+  }
   void handleResourceInfo(const libkineto::ResourceInfo&, int64_t) override {}
   void handleOverheadInfo(const OverheadInfo&, int64_t) override {}
   void handleTraceSpan(const libkineto::TraceSpan&) override {}
@@ -53,7 +57,9 @@ class CollectingLogger : public libkineto::ActivityLogger {
   }
   void handleGenericActivity(const libkineto::GenericTraceActivity& a) override { handleActivity(a); }
   void handleTraceStart(const std::unordered_map<std::string, std::string>&, const std::string&) override {}
+#if TORCH_MSPTI_KINETO_LOGGER_MEMORY_TRACE
   void finalizeMemoryTrace(const std::string&, const libkineto::Config&) override {}
+#endif
   void finalizeTrace(const libkineto::Config&, std::unique_ptr<libkineto::ActivityBuffers>, int64_t,
                      std::unordered_map<std::string, std::vector<std::string>>&) override {}
 
