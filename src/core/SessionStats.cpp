@@ -109,12 +109,13 @@ void textOrNull(ReportWriter& w, const char* key, const std::string& text) {
 }  // namespace
 
 void writeLibrary(ReportWriter& w, const LibraryReport& r) {
-  w.value("attempted", r.attempted).value("available", r.available);
+  w.value("available", r.available);
   textOrNull(w, "path", r.path);
   textOrNull(w, "found_by", r.foundBy);
   textOrNull(w, "version", r.version);
   textOrNull(w, "reason", r.reason);
   textOrNull(w, "fix", r.fix);
+  w.value("attempted", r.attempted);
 }
 
 void writeReport(ReportWriter& w, const SessionReport& r, bool tracePhase) {

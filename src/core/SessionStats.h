@@ -86,7 +86,7 @@ class StatsRegistry {
 // adds the groups computed in processTrace (rows, links) and the link ratio.
 void writeCounters(ReportWriter& w, const SessionCounters& c, bool tracePhase);
 void writeDrain(ReportWriter& w, const DrainStats& d);
-// The library's identity as members (attempted, available, path, found_by, version, reason, fix;
+// The library's identity as members (available, path, found_by, version, reason, fix, attempted;
 // empty text as null): the trace's health report writes them as its "library" object, and
 // diagnostics().library starts from them (bindings: libraryDict).
 void writeLibrary(ReportWriter& w, const LibraryReport& r);
