@@ -12,6 +12,7 @@
 #include "ActivityKinds.h"
 #include "Bindings.h"
 #include "ForkGuard.h"
+#include "LinkStates.h"
 #include "PeerBackends.h"
 #include "PluginContext.h"
 #include "PyDictWriter.h"
@@ -24,6 +25,14 @@ namespace nb = nanobind;
 
 namespace torch_mspti::bindings {
 namespace {
+
+// The Python object `fn` writes through a PyDictWriter (the serialisation of SessionStats.h).
+template <typename Fn>
+nb::typed<nb::dict, nb::str, nb::any> written(Fn&& fn) {
+  PyDictWriter w;
+  fn(w);
+  return nb::borrow<nb::dict>(w.result());
+}
 
 // The plugin's facts as one value (built by plugin_report()).
 struct PluginReport {
@@ -109,14 +118,12 @@ nb::dict capabilities(const LibraryReport& r, const std::vector<EnableOutcome>& 
 }
 
 nb::typed<nb::dict, nb::str, nb::any> libraryDict(const LibraryReport& r) {
-  nb::dict d, symbols, notes;
-  d["attempted"] = r.attempted;
-  d["available"] = r.available;
-  d["path"] = pyTextOrNone(r.path);
-  d["found_by"] = pyTextOrNone(r.foundBy);
-  d["reason"] = pyTextOrNone(r.reason);
-  d["fix"] = pyTextOrNone(r.fix);
-  d["version"] = pyTextOrNone(r.version);
+  nb::dict d = written([&](ReportWriter& w) {  // the members the health report has too
+    w.beginObject();
+    writeLibrary(w, r);
+    w.endObject();
+  });
+  nb::dict symbols, notes;
   nb::list cands;
   for (const auto& c : r.candidates) {
     nb::dict cd;
@@ -144,13 +151,6 @@ const std::deque<std::string>& counterNames() {
     return n;
   }();
   return names;
-}
-
-template <typename Fn>
-nb::typed<nb::dict, nb::str, nb::any> written(Fn&& fn) {
-  PyDictWriter w;
-  fn(w);
-  return nb::borrow<nb::dict>(w.result());
 }
 
 }  // namespace
@@ -279,6 +279,22 @@ void bindDiagnostics(nb::module_& m) {
       "privateuse1_profiler_registry (torch has PrivateUse1ProfilerRegistry), session_metadata\n"
       "(how the health report reaches the trace: kineto's getMetadata, or addMetadata on older\n"
       "kineto) and flow_id_bits (27 or 32: the width of kineto's flow ids). Constant data.");
+  m.def(
+      "link_states",
+      [] {
+        nb::list states;
+        for (const LinkStateInfo& s : kLinkStates) {
+          nb::dict d;
+          d["name"] = s.name;
+          d["linked"] = s.linked;
+          d["meaning"] = s.meaning;
+          states.append(d);
+        }
+        return states;
+      },
+      "The link states of device rows (LinkStates.h), in order: name (a row's \"link\" argument and\n"
+      "the key of its links counter), linked (credited to an op) and meaning.");
+
   m.def(
       "last_session", [] { return PluginContext::process().stats.last(); },
       "The last session's report, or None before the first device session.");

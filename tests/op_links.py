@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from simrun import TS_TOL_US, cpu_ops, end, events, flow_events, launches
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 HOST_CATS = ("cpu_op", "user_annotation")

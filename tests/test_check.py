@@ -1,4 +1,4 @@
-"""torch_mspti.check: each structural rule on hand-made traces, one broken trace per rule."""
+"""torch_mspti_cli.check: each structural rule on hand-made traces, one broken trace per rule."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from torch_mspti.check import RULES, WARNINGS, CheckReport, TraceFileError, check_trace, load_trace
 from torch_mspti_cli import _health
+from torch_mspti_cli.check import RULES, WARNINGS, CheckReport, TraceFileError, check_trace, load_trace
 
 HOST = 4242  # host pid == tid of the launching thread
 NPU = 0  # logical device index == device pid

@@ -151,9 +151,9 @@ def _package_env(**extra: str) -> dict:
     return env
 
 
-def _run_module(*args: str, **env: str) -> subprocess.CompletedProcess:
+def _run_module(*args: str, module: str = "torch_mspti_cli", **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "torch_mspti", *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         env=_package_env(**env),
@@ -388,6 +388,14 @@ def test_python_m_check_exit_codes(tmp_path):
     assert r.returncode == 2 and "no such file" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_python_m_torch_mspti_names_the_command_line(tmp_path):
+    # The library never imports the CLI (tests/test_layering.py), so `python -m torch_mspti` only
+    # says where the command line is.
+    good = _write(tmp_path, make_trace())
+    r = _run_module("check", good, module="torch_mspti")
+    assert r.returncode == 2 and "python -m torch_mspti_cli" in r.stderr and f"torch-mspti check {good}" in r.stderr
+
+
 # ------------------------------------------------------------------------------------ doctor
 
 
@@ -556,7 +564,7 @@ def test_real_doctor_without_library_exits_1():
     if getattr(torch_mspti, "__file__", None) is None:
         pytest.skip("torch_mspti is a bare source tree here (no __init__.py / built extension)")
     r = subprocess.run(
-        [sys.executable, "-m", "torch_mspti", "doctor", "--json"],
+        [sys.executable, "-m", "torch_mspti_cli", "doctor", "--json"],
         capture_output=True,
         text=True,
         env=_package_env(TORCH_MSPTI_LIBRARY="/nonexistent/libmspti.so"),

@@ -233,7 +233,7 @@ def _demo_env() -> dict[str, str]:
 def test_demo_memcpy_restarts_with_the_preload_and_shows_the_copies(tmp_path, memcpy):
     require_simulator()
     out = tmp_path / "trace.json"
-    cmd = [sys.executable, "-m", "torch_mspti", "demo", "--device", "sim", "--size", "32", "--out", str(out)]
+    cmd = [sys.executable, "-m", "torch_mspti_cli", "demo", "--device", "sim", "--size", "32", "--out", str(out)]
     proc = subprocess.run(cmd + (["--memcpy"] if memcpy else []), capture_output=True, text=True, timeout=300,
                           env=_demo_env(), cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -253,6 +253,6 @@ def test_demo_memcpy_restarts_with_the_preload_and_shows_the_copies(tmp_path, me
 
 
 def test_demo_help_documents_memcpy():
-    proc = subprocess.run([sys.executable, "-m", "torch_mspti", "demo", "--help"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "torch_mspti_cli", "demo", "--help"], capture_output=True, text=True)
     text = " ".join(proc.stdout.split())
     assert "--memcpy" in text and "LD_PRELOAD" in text and "restarts" in text, text

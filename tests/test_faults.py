@@ -25,7 +25,7 @@ import simrun
 from op_links import assert_links_right
 from simrun import cpu_ops, kernels, launches
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 # Four ops launching two kernels each, one op launching three, one launch outside any op.
 WORKLOAD = """

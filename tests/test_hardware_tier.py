@@ -150,7 +150,7 @@ def test_xdist_workers_pin_themselves_and_npu_tests_skip(tmp_path):
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "torch_mspti", *args], cwd=cwd, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "torch_mspti_cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600
     )
 
 

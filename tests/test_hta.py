@@ -280,7 +280,7 @@ def test_hta_on_a_simulated_single_rank_trace(tmp_path):
     pair every kernel launched before the last profiler step with its launch; plain HTA pairs none."""
     _require_hta()
     out = tmp_path / "trace.json"
-    cmd = [sys.executable, "-m", "torch_mspti", "demo", "--workload", "mlp", "--steps", "4", "--out", str(out)]
+    cmd = [sys.executable, "-m", "torch_mspti_cli", "demo", "--workload", "mlp", "--steps", "4", "--out", str(out)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert r.returncode == 0, f"{' '.join(cmd)} failed (rc={r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     events = _load(out)["traceEvents"]
@@ -314,7 +314,7 @@ def test_hta_on_a_simulated_single_rank_trace(tmp_path):
 
 def test_hta_on_simulated_ddp_traces(tmp_path):
     _require_hta()
-    cmd = [sys.executable, "-m", "torch_mspti", "demo", "--workload", "ddp", "--ranks", "2"]
+    cmd = [sys.executable, "-m", "torch_mspti_cli", "demo", "--workload", "ddp", "--ranks", "2"]
     cmd += ["--out", str(tmp_path / "traces")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert r.returncode == 0, f"{' '.join(cmd)} failed (rc={r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"

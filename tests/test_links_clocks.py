@@ -21,7 +21,7 @@ from link_workloads import ALL_THREADS, thread_ops, threads_workload
 from op_links import assert_links_right
 from simrun import kernels, launches
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 THREADS = 3
 

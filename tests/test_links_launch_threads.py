@@ -22,8 +22,8 @@ from link_workloads import queue_workload
 from op_links import audit, plugin_warnings, state_problems
 from simrun import TS_TOL_US, end, flow_events, flow_id, kernels, launches, metadata
 
-from torch_mspti.check import check_trace
 from torch_mspti_cli import main as cli_main
+from torch_mspti_cli.check import check_trace
 
 TASK_QUEUE_FIX = "TASK_QUEUE_ENABLE=0"
 

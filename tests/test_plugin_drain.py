@@ -23,7 +23,7 @@ import simrun
 from sim_support import require_simulator, result, run_checks
 from simrun import kernels
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 LATE_DELAY_NS = 200_000_000
 NO_PULL = {"disable_pulls": 0, "drop_after_disable": 1}

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import simrun
 from simrun import kernels, slices
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 
 def _names(trace) -> Counter:

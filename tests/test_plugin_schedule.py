@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import simrun
 from simrun import flow_events, kernels
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 SCHEDULE = {"wait": 1, "warmup": 1, "active": 2, "repeat": 3}
 WORKLOAD = """

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import simrun
 from simrun import flow_events, kernels, launches
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 WORKLOAD = """
 with record_function(f"profile{profile_index}"):

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import simrun
 from simrun import TS_TOL_US, cpu_ops, end, flow_events, flow_id, kernels, launches
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 WORKLOAD = """
 with record_function("phase"):

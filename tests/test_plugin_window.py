@@ -28,7 +28,7 @@ import simrun
 from sim_support import require_simulator, result, run_checks
 from simrun import kernels
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 # ---------------------------------------------------------------------------------------------
 # A device torch.profiler does not synchronise

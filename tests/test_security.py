@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import simrun
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 _PROBE = r"""
 import json

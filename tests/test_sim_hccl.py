@@ -279,7 +279,7 @@ def test_communication_rows_are_linked_to_the_ops_that_launched_them(torchrun_di
 
 def _demo(out_dir: Path) -> dict:
     out = out_dir / "trace.json"
-    cmd = [sys.executable, "-m", "torch_mspti", "demo", "--workload", "ddp", "--ranks", str(RANKS)]
+    cmd = [sys.executable, "-m", "torch_mspti_cli", "demo", "--workload", "ddp", "--ranks", str(RANKS)]
     cmd += ["--out", str(out), "--device", "sim", "--size", "32"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env())
     return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "out": str(out)}

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import simrun
 from simrun import cpu_ops, kernels
 
-from torch_mspti.check import check_trace
+from torch_mspti_cli.check import check_trace
 
 GENERATIONS = ["8.0.RC3", "8.1", "8.2", "26.0", "26.1"]
 NUMBER = {"8.0.RC3": 80, "8.1": 81, "8.2": 82, "26.0": 260, "26.1": 261}

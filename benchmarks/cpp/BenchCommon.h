@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "PluginContext.h"
-#include "mspti_sim.h"
+#include "mspti_sim_control.h"
 
 namespace bench {
 
@@ -94,22 +94,8 @@ class Json {
   bool first_ = true;
 };
 
-struct Sim {
-  decltype(&msptiSimLaunchKernel) launchKernel = nullptr;
-  decltype(&msptiSimLaunchKernels) launchKernels = nullptr;
-  decltype(&msptiSimSynchronize) synchronize = nullptr;
-  decltype(&msptiSimSetOption) setOption = nullptr;
-  decltype(&msptiSimGetStats) getStats = nullptr;
-  decltype(&msptiSimResetOptions) resetOptions = nullptr;
-  msptiSimStats stats() const {
-    msptiSimStats s{};
-    getStats(&s);
-    return s;
-  }
-  void set(const char* key, int64_t v) const {
-    if (setOption(key, v) != 0) throw std::runtime_error(std::string("msptiSimSetOption failed: ") + key);
-  }
-};
+// The simulator's msptiSim* functions (src/sim/include/mspti_sim_control.h).
+using Sim = mspti_sim::Control;
 
 // Loads the simulator through the process context's MsptiLibrary (library_path =
 // MSPTI_SIM_PATH) and resolves its control API from that copy (BenchSim.cpp). Each binary that

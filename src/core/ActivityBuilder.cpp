@@ -114,19 +114,6 @@ void addFacts(GenericTraceActivity& act, const DeviceRecord& r, SessionCounters&
   }
 }
 
-uint64_t& stateCounter(LinkState s, SessionCounters& c) {
-  switch (s) {
-    case LinkState::kVerified: return c.linkedVerified;
-    case LinkState::kRecovered: return c.linkedRecovered;
-    case LinkState::kUnverified: return c.linkedUnverified;
-    case LinkState::kNoOpOnThread: return c.unlinkedNoOp;
-    case LinkState::kClockUntrusted: return c.unlinkedClockUntrusted;
-    case LinkState::kAmbiguous: return c.unlinkedAmbiguous;
-    case LinkState::kNoRecord: return c.unlinkedNoRecord;
-  }
-  return c.unlinkedNoRecord;
-}
-
 // Where a launch event goes and how long it is; false when the launch gets none.
 bool placeLaunch(const Launch& l, const LinkDecision& d, const BuildContext& in, GenericTraceActivity& ev) {
   if (d.op) {
@@ -203,7 +190,7 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
 
   for (const Launch& l : table.launches) {
     const LinkDecision d = resolveLink(l, *in.ops);
-    stateCounter(d.state, c) += l.rowCount;
+    c.linkCount(d.state) += l.rowCount;
     const int32_t launchId = in.ids->next();
     const std::string linkName = linkStateName(d.state);
 

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -13,6 +15,19 @@ enum class Type { kInt, kBool, kChoice, kPath };
 
 const char* const kDrainOrders[] = {"auto", "disable_first", "poll_first", nullptr};
 const char* const kProfilerModes[] = {"auto", "mspti", "off", nullptr};
+
+// A choice setting's enum field, read and written as the index of its word in `choices` (the
+// enum's values are those indices, Config.h).
+struct ChoiceField {
+  int (*get)(const ConfigSnapshot&) = nullptr;
+  void (*set)(ConfigSnapshot&, int) = nullptr;
+};
+template <auto Field>
+constexpr ChoiceField choiceField() {
+  using Enum = std::remove_reference_t<decltype(std::declval<ConfigSnapshot&>().*Field)>;
+  return {[](const ConfigSnapshot& v) { return static_cast<int>(v.*Field); },
+          [](ConfigSnapshot& v, int i) { v.*Field = static_cast<Enum>(i); }};
+}
 
 // The table. Ranges: MSPTI warns below 2 MiB per buffer and its Python monitor allows up to
 // 256 MiB (mspti.md 5.1); from 64 KiB so tests can force many buffers; multiples of 8 because
@@ -28,6 +43,7 @@ struct Setting {
   bool ConfigSnapshot::* boolField = nullptr;
   int64_t lo = 0, hi = 0, multipleOf = 1;
   const char* const* choices = nullptr;
+  ChoiceField choice;
   bool importOnly = false;
 };
 
@@ -52,11 +68,11 @@ const Setting kSettings[] = {
      &ConfigSnapshot::maxSessionRecords, nullptr, 1, int64_t{1} << 31},
     {"drain_order", nullptr, Type::kChoice, "", "auto",
      "disable_first (MSPTI 26.1 pulls device data on Disable) or poll_first; auto picks by library generation", nullptr,
-     nullptr, 0, 0, 1, kDrainOrders},
+     nullptr, 0, 0, 1, kDrainOrders, choiceField<&ConfigSnapshot::drainOrder>()},
     {"profiler", nullptr, Type::kChoice, "", "auto",
      "which PrivateUse1 profiler serves the NPU lane: auto and mspti = torch-mspti (also when torch_npu's "
      "built-in MSPTI backend is loaded), off = not torch-mspti; read when torch_mspti is imported",
-     nullptr, nullptr, 0, 0, 1, kProfilerModes, true},
+     nullptr, nullptr, 0, 0, 1, kProfilerModes, choiceField<&ConfigSnapshot::profiler>(), true},
     {"library_path", "TORCH_MSPTI_LIBRARY", Type::kPath, "path", "",
      "explicit libmspti.so (\"\" = search); fixed once a library is loaded"},
     {"allow_missing_profapi", nullptr, Type::kBool, "", "false",
@@ -130,11 +146,6 @@ std::optional<bool> parseBool(const std::string& t) {
   return std::nullopt;
 }
 
-int* choiceField(ConfigSnapshot& v, const Setting& s) {
-  if (std::strcmp(s.name, "drain_order") == 0) return reinterpret_cast<int*>(&v.drainOrder);
-  return reinterpret_cast<int*>(&v.profiler);
-}
-
 std::string checkInt(const Setting& s, int64_t v) {
   if (v >= s.lo && v <= s.hi && v % s.multipleOf == 0) return "";
   return fmt::format("{}: {} is out of range; allowed {}", s.name, v, rangeText(s));
@@ -163,7 +174,7 @@ std::string applyText(ConfigSnapshot& values, const Setting& s, const std::strin
         if (ch != ' ' && ch != '\t') word += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
       for (int i = 0; s.choices[i]; ++i) {
         if (word == s.choices[i]) {
-          *choiceField(values, s) = i;
+          s.choice.set(values, i);
           return "";
         }
       }
@@ -178,7 +189,7 @@ std::string valueText(const ConfigSnapshot& v, const Setting& s) {
   switch (s.type) {
     case Type::kInt: return std::to_string(v.*(s.intField));
     case Type::kBool: return v.*(s.boolField) ? "true" : "false";
-    case Type::kChoice: return s.choices[*choiceField(const_cast<ConfigSnapshot&>(v), s)];
+    case Type::kChoice: return s.choices[s.choice.get(v)];
     case Type::kPath: return v.libraryPath;
   }
   return "";

@@ -80,6 +80,7 @@ struct StateOwner {
   }
 };
 
+// This thread's state (process-wide, one forwarder per process: PluginContext.h says why).
 thread_local CorrelationForwarder::ThreadState* tState = nullptr;
 
 }  // namespace

@@ -5,6 +5,7 @@
 namespace torch_mspti {
 namespace {
 
+// Process-wide: PluginContext.h says why.
 std::atomic<bool> gExiting{false};
 
 struct ExitMarker {

@@ -8,6 +8,7 @@
 namespace torch_mspti {
 namespace {
 
+// Read by the pthread_atfork handlers (process-wide: PluginContext.h says why).
 constexpr int kMaxParticipants = 8;
 ForkParticipant gParticipants[kMaxParticipants];
 std::atomic<int> gCount{0};

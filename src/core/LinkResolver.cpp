@@ -2,23 +2,6 @@
 
 namespace torch_mspti {
 
-const char* linkStateName(LinkState s) {
-  switch (s) {
-    case LinkState::kVerified: return "verified";
-    case LinkState::kRecovered: return "recovered";
-    case LinkState::kUnverified: return "unverified";
-    case LinkState::kNoOpOnThread: return "no_op_on_thread";
-    case LinkState::kClockUntrusted: return "clock_untrusted";
-    case LinkState::kAmbiguous: return "ambiguous";
-    case LinkState::kNoRecord: return "no_record";
-  }
-  return "no_record";
-}
-
-bool isLinked(LinkState s) {
-  return s == LinkState::kVerified || s == LinkState::kRecovered || s == LinkState::kUnverified;
-}
-
 namespace {
 
 // The deeper of two hinted nodes when one encloses the other (a user range inside an op, or an

@@ -4,7 +4,7 @@
 // time — lies within that op on that thread: the innermost op (or user range) open on the calling
 // thread at the call's start, within kLaunchToleranceNs of its edges. MSPTI's external
 // correlation id is a hint, never proof: its stack is process-global, so with several threads the
-// top of the stack can be another thread's op (mspti.md 5.4). States:
+// top of the stack can be another thread's op (mspti.md 5.4). States (the table: LinkStates.h):
 //  * verified: the innermost op is the one the hint named;
 //  * recovered: the hint named another op (or none): the innermost op is used;
 //  * no_op_on_thread: the calling thread ran no op then (torch_npu's task queue, a housekeeping
@@ -19,23 +19,10 @@
 #include <cstdint>
 
 #include "LaunchTable.h"
+#include "LinkStates.h"
 #include "OpTimeline.h"
 
 namespace torch_mspti {
-
-enum class LinkState : uint8_t {
-  kVerified,
-  kRecovered,
-  kUnverified,
-  kNoOpOnThread,
-  kClockUntrusted,
-  kAmbiguous,
-  kNoRecord
-};
-
-// The word written into each device row's "link" argument and used as diagnostics key.
-const char* linkStateName(LinkState s);
-bool isLinked(LinkState s);
 
 struct LinkDecision {
   LinkState state = LinkState::kNoRecord;

@@ -560,13 +560,9 @@ std::string MsptiActivityProfilerSession::healthJson() const {
   const LibraryReport lib = deps_.libraryReport ? deps_.libraryReport() : LibraryReport{};
   JsonWriter w(JsonWriter::Target::kKinetoMetadata);  // kineto writes it into the trace as it is
   w.beginObject();
-  w.beginObject("library")
-      .value("available", lib.available)
-      .value("path", lib.path)
-      .value("found_by", lib.foundBy)
-      .value("version", lib.version)
-      .value("reason", lib.reason)
-      .endObject();
+  w.beginObject("library");
+  writeLibrary(w, lib);
+  w.endObject();
   // The final report (state, errors, warnings, stop-phase counters, drain): the same as
   // diagnostics().last_session. Only the rows and their links are computed after kineto reads it:
   // each device row carries its link state in its "link" argument, and torch_mspti.diagnostics()

@@ -6,6 +6,7 @@
 
 namespace torch_mspti {
 namespace {
+// The pool MSPTI's callbacks reach (process-wide: PluginContext.h says why).
 std::atomic<MsptiBufferPool*> gBound{nullptr};
 }  // namespace
 

@@ -9,6 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -68,18 +71,28 @@ std::string inspectFile(const std::string& path) {
   return "";
 }
 
-std::vector<std::string> absoluteLdLibraryPathDirs() {
-  std::vector<std::string> dirs;
+// LD_LIBRARY_PATH's entries, split at ':' (none when it is unset or empty).
+std::vector<std::string> ldLibraryPathEntries() {
+  std::vector<std::string> entries;
   const std::string raw = envOr("LD_LIBRARY_PATH");
+  if (raw.empty()) return entries;
   size_t pos = 0;
   while (pos <= raw.size()) {
     size_t next = raw.find(':', pos);
     if (next == std::string::npos) next = raw.size();
-    std::string dir = raw.substr(pos, next - pos);
-    // Empty and relative entries mean "the current directory" to the loader: never search them.
-    if (!dir.empty() && dir[0] == '/') dirs.push_back(dir);
+    entries.push_back(raw.substr(pos, next - pos));
     pos = next + 1;
   }
+  return entries;
+}
+
+// Empty and relative entries mean "the current directory" to the loader: never searched.
+bool searchableDir(const std::string& dir) { return !dir.empty() && dir[0] == '/'; }
+
+std::vector<std::string> absoluteLdLibraryPathDirs() {
+  std::vector<std::string> dirs;
+  for (std::string& dir : ldLibraryPathEntries())
+    if (searchableDir(dir)) dirs.push_back(std::move(dir));
   return dirs;
 }
 
@@ -308,21 +321,11 @@ bool MsptiLibrary::ensureLoaded(const LoadRequest& request) {
         if (!report_.reason.empty()) return false;  // loaded but unusable: stop here
       }
     }
-    {
-      // Empty and relative entries mean "the current directory" to the loader: never searched.
-      const std::string raw = envOr("LD_LIBRARY_PATH");
-      size_t pos = 0;
-      while (pos <= raw.size()) {
-        size_t next = raw.find(':', pos);
-        if (next == std::string::npos) next = raw.size();
-        const std::string dir = raw.substr(pos, next - pos);
-        if (!raw.empty() && (dir.empty() || dir[0] != '/'))
-          report_.candidates.push_back(
-              {"", "LD_LIBRARY_PATH", "skipped",
-               fmt::format("entry '{}' is empty or relative (the current directory): never searched", dir)});
-        pos = next + 1;
-      }
-    }
+    for (const std::string& dir : ldLibraryPathEntries())
+      if (!searchableDir(dir))
+        report_.candidates.push_back(
+            {"", "LD_LIBRARY_PATH", "skipped",
+             fmt::format("entry '{}' is empty or relative (the current directory): never searched", dir)});
     for (const auto& dir : absoluteLdLibraryPathDirs()) {
       if (tryCandidate(dir + "/" + kLibName, "LD_LIBRARY_PATH", /*allowMissingProfapi=*/false)) return true;
       if (!report_.reason.empty()) return false;

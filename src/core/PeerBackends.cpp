@@ -64,7 +64,7 @@ std::string readVersion(const std::string& library) {
 }  // namespace
 
 namespace {
-std::mutex gPeerMutex;  // detectPeerBackend's cache
+std::mutex gPeerMutex;  // detectPeerBackend's cache (process-wide: PluginContext.h says why)
 }  // namespace
 
 void lockPeerBackendsForFork() { gPeerMutex.lock(); }

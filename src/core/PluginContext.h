@@ -9,6 +9,29 @@
 // finished sessions (StatsRegistry), the id counter that keeps host correlation ids unique across
 // sessions (CorrelationIds), the highest MSPTI correlation id earlier sessions saw, and facts for
 // diagnostics (PluginStatus).
+//
+// Process-wide state outside the context: each is file-scope because something outside the
+// plugin's control calls in without a pointer to a context, or because it must outlive it:
+//  * MsptiBufferPool.cpp gBound, the pool MSPTI's buffer callbacks reach:
+//    msptiActivityRegisterCallbacks takes two plain C functions with no user-data argument, one
+//    pair per process (mspti.md 2.3), so the callbacks find their pool through one atomic pointer
+//    (bindCallbacks sets it; a test binds its own pool the same way).
+//  * CorrelationForwarder.cpp tState (and the StateOwner that marks it dead at thread exit): the
+//    per-thread op stacks are reached from kineto's push/pop on the op's thread with no lock and
+//    one TLS read (kineto.md 4.1); a thread_local cannot belong to an instance, so there is one
+//    forwarder per process: the context's (tests share one, SessionHarness sharedForwarder()).
+//  * Registration.cpp gMutex / gStatus: torch's PrivateUse1ProfilerRegistry is itself a process-wide
+//    singleton holding one factory (kineto.md 1.1), so whether and how the plugin registered is a
+//    fact of the process, not of a context (registerProfiler is idempotent on it).
+//  * PeerBackends.cpp gPeerMutex and detectPeerBackend's cache: they mirror the process's loaded
+//    objects (dl_iterate_phdr), which are process-wide; the cache is keyed by the loader's
+//    add/remove counters.
+//  * ForkGuard.cpp gParticipants / gCount / gLoaded / gForked: pthread_atfork handlers are plain
+//    functions run by fork() itself, and the child's mark must be readable without any lock.
+//  * ExitGuard.cpp gExiting / gMarker: set from Python's atexit and from a static destructor that
+//    runs during static destruction, after which no context may be touched.
+// PluginContext::process() itself is never destroyed (MSPTI's threads may call the callbacks
+// until exit).
 // Thread-safety: each part documents its own; the context itself is immutable once built.
 #pragma once
 

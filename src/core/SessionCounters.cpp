@@ -1,6 +1,7 @@
 #include "SessionCounters.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace torch_mspti {
 
@@ -15,6 +16,27 @@ const int kCounterCount = static_cast<int>(sizeof(kCounterInfo) / sizeof(kCounte
 uint64_t SessionCounters::records() const {
   uint64_t n = 0;
   for (uint64_t v : recordsByKind) n += v;
+  return n;
+}
+
+namespace {
+
+// The counter of each link state, in enum order.
+constexpr uint64_t SessionCounters::* kLinkCounters[] = {
+#define TORCH_MSPTI_LINK_FIELD(A, e, name, linked, field, meaning) &SessionCounters::field,
+    TORCH_MSPTI_LINK_STATES(TORCH_MSPTI_LINK_FIELD, _)
+#undef TORCH_MSPTI_LINK_FIELD
+};
+static_assert(std::size(kLinkCounters) == kLinkStateCount);
+
+}  // namespace
+
+uint64_t& SessionCounters::linkCount(LinkState s) { return this->*kLinkCounters[static_cast<size_t>(s)]; }
+
+uint64_t SessionCounters::linkedRows() const {
+  uint64_t n = 0;
+  for (const LinkStateInfo& s : kLinkStates)
+    if (s.linked) n += this->*kLinkCounters[static_cast<size_t>(s.state)];
   return n;
 }
 

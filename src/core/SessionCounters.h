@@ -14,10 +14,15 @@
 
 #include <mspti/mspti_activity.h>
 
+#include "LinkStates.h"
+
 namespace torch_mspti {
 
 enum class CounterPhase : uint8_t { kStop, kTrace };
 enum class CounterMerge : uint8_t { kSum, kMax };
+
+// One "links" counter per link state (LinkStates.h), keyed by the state's name.
+#define TORCH_MSPTI_LINK_COUNTER(X, e, name, linked, field, meaning) X("links", field, name, kTrace, kSum, meaning)
 
 // X(group, field, json key, phase, merge, description)
 #define TORCH_MSPTI_SESSION_COUNTERS(X)                                                                              \
@@ -73,19 +78,7 @@ enum class CounterMerge : uint8_t { kSum, kMax };
   X("rows", launchEvents, "launch_events", kTrace, kSum, "launch events with an arrow to their device rows")         \
   X("rows", launchThreadEvents, "launch_thread_events", kTrace, kSum,                                                \
     "launch events on a thread that ran no op at the time (its own lane, no op credited)")                           \
-  X("links", linkedVerified, "verified", kTrace, kSum,                                                               \
-    "device rows linked to the op MSPTI's hint named, confirmed by the launch's thread and host time")               \
-  X("links", linkedRecovered, "recovered", kTrace, kSum,                                                             \
-    "device rows linked to the innermost op open on the launching thread at the launch time (hint wrong or absent)") \
-  X("links", linkedUnverified, "unverified", kTrace, kSum,                                                           \
-    "device rows linked by MSPTI's hint alone (no API record) where no other thread ran an op meanwhile")            \
-  X("links", unlinkedNoOp, "no_op_on_thread", kTrace, kSum,                                                          \
-    "unlinked: the launching thread ran no op at the launch time (task queue, housekeeping thread)")                 \
-  X("links", unlinkedClockUntrusted, "clock_untrusted", kTrace, kSum,                                                \
-    "unlinked: the launch's host time is on an unknown clock")                                                       \
-  X("links", unlinkedAmbiguous, "ambiguous", kTrace, kSum,                                                           \
-    "unlinked: no API record, and another thread ran an op while the hinted one did")                                \
-  X("links", unlinkedNoRecord, "no_record", kTrace, kSum, "unlinked: neither an API record nor a hint")              \
+  TORCH_MSPTI_LINK_STATES(TORCH_MSPTI_LINK_COUNTER, X)                                                               \
   X("links", linkTargetMissing, "target_missing", kTrace, kSum,                                                      \
     "hinted or logged op ids that torch did not record in this trace")
 
@@ -97,8 +90,10 @@ struct SessionCounters {
 
   // Every record of every kind.
   uint64_t records() const;
-  // Device rows linked to an op (verified, recovered or unverified).
-  uint64_t linkedRows() const { return linkedVerified + linkedRecovered + linkedUnverified; }
+  // Device rows linked to an op (the linked states: verified, recovered, unverified).
+  uint64_t linkedRows() const;
+  // The "links" counter of state `s`.
+  uint64_t& linkCount(LinkState s);
 
   // Adds `o` (sums; maxima take the larger).
   void add(const SessionCounters& o);

@@ -4,6 +4,7 @@
 
 #include "ActivityKinds.h"
 #include "JsonWriter.h"
+#include "MsptiLibrary.h"
 
 namespace torch_mspti {
 
@@ -98,6 +99,23 @@ void writeDrain(ReportWriter& w, const DrainStats& d) {
       .value("pending_launches", d.pendingLaunches)
       .value("late_records", d.lateRecords)
       .endObject();
+}
+
+namespace {
+void textOrNull(ReportWriter& w, const char* key, const std::string& text) {
+  if (text.empty()) w.null(key);
+  else w.value(key, text);
+}
+}  // namespace
+
+void writeLibrary(ReportWriter& w, const LibraryReport& r) {
+  w.value("available", r.available);
+  textOrNull(w, "path", r.path);
+  textOrNull(w, "found_by", r.foundBy);
+  textOrNull(w, "version", r.version);
+  textOrNull(w, "reason", r.reason);
+  textOrNull(w, "fix", r.fix);
+  w.value("attempted", r.attempted);
 }
 
 void writeReport(ReportWriter& w, const SessionReport& r, bool tracePhase) {

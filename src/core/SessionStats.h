@@ -17,6 +17,7 @@
 namespace torch_mspti {
 
 class ReportWriter;
+struct LibraryReport;
 
 struct DrainStats {
   std::string order;       // "disable_first" or "poll_first"
@@ -85,6 +86,10 @@ class StatsRegistry {
 // adds the groups computed in processTrace (rows, links) and the link ratio.
 void writeCounters(ReportWriter& w, const SessionCounters& c, bool tracePhase);
 void writeDrain(ReportWriter& w, const DrainStats& d);
+// The library's identity as members (available, path, found_by, version, reason, fix, attempted;
+// empty text as null): the trace's health report writes them as its "library" object, and
+// diagnostics().library starts from them (bindings: libraryDict).
+void writeLibrary(ReportWriter& w, const LibraryReport& r);
 // The members of a report: state, errors, warnings, enabled kinds, host clock, counters, drain.
 void writeReport(ReportWriter& w, const SessionReport& r, bool tracePhase);
 // {"last_session": {...} | null, "totals": {...}, "sessions": n}: the serialisation behind

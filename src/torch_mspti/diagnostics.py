@@ -37,7 +37,6 @@ from . import _C, _torch_compat
 
 # The link states of a device row that leave it unlinked (README "Links: what an arrow means"), and
 # what the session's link warnings (by key) say about a low linked ratio.
-_UNLINKED = ("no_op_on_thread", "clock_untrusted", "ambiguous", "no_record")
 _LINK_WARNINGS = {
     "task-queue": "most rows came from threads that ran no op torch recorded (a task queue: set TASK_QUEUE_ENABLE=0; "
     "threads of your own: profile_all_threads=True)",
@@ -145,7 +144,11 @@ class Diagnostics:
             ratio = "n/a" if not rows else f"{c.linked_rows / rows:.1%}"
             drain = last.drain
             drain_text = "n/a" if drain is None else f"{drain.exit_reason} in {drain.ms:.1f} ms"
-            unlinked = ", ".join(f"{n} {state}" for state in _UNLINKED if (n := getattr(c, f"links_{state}", 0)))
+            unlinked = ", ".join(
+                f"{n} {s['name']}"
+                for s in link_states()
+                if not s["linked"] and (n := getattr(c, f"links_{s['name']}", 0))
+            )
             session_line = (
                 f"last session: {last.state}, {rows} device rows, {c.linked_rows} linked ({ratio}: "
                 f"{c.links_verified} verified, {c.links_recovered} recovered, {c.links_unverified} unverified)"
@@ -156,6 +159,13 @@ class Diagnostics:
             if why:
                 session_line += "\n  links: " + "; ".join(why)
         return "\n".join(["torch_mspti.Diagnostics(", "  " + lib_line, "  " + plugin_line, "  " + session_line, ")"])
+
+
+def link_states() -> list[dict[str, Any]]:
+    """The states a device row's link to its op can be in, in the plugin's order: ``name`` (the
+    row's ``args.link`` in the trace and the key of its ``links`` counter), ``linked`` (the row is
+    credited to an op) and ``meaning``. README "Links: what an arrow means" explains them."""
+    return [dict(s) for s in _C.link_states()]
 
 
 def diagnostics(load_library: bool = True) -> Diagnostics:

@@ -42,7 +42,10 @@ TASK_QUEUE_HINT = (
     "task-queue thread (torch_npu's TASK_QUEUE_ENABLE=1, the simulator's queued mode) profile with "
     "TASK_QUEUE_ENABLE=0, for threads of your own with profile_all_threads=True, for arrows and per-op device time"
 )
-# The plugin's unlinked link states (args.link of a device row) and what each means.
+# The plugin's unlinked link states (args.link of a device row), in the plugin's order, and what
+# each means. The library's table is torch_mspti.link_states() (src/core/LinkStates.h); the checker
+# must not import torch, so it keeps the names here, and tests/test_layering.py checks that they
+# are the library's.
 UNLINKED_STATES = {
     "no_op_on_thread": "launched from a thread that ran no op torch recorded",
     "clock_untrusted": "launch time on an unknown host clock",

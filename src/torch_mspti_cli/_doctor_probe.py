@@ -1,7 +1,8 @@
 """``torch-mspti doctor --probe``: run a short profile in a child process and report its session.
 
 The child is :mod:`torch_mspti.probe` (real NPU when torch_npu and CANN are installed, else the
-simulated NPU). This side starts it, reads its JSON result and reports what the session saw:
+simulated NPU). This side starts it, reads its JSON result, checks the trace it exported
+(:func:`.check.check_trace`) and reports what the session saw:
 device, library, PrivateUse1 backend name, whether kineto used torch-mspti's profiler and the
 capabilities observed (from the plugin's diagnostics), and the kernels, their link ratio and the
 drain as the probe's trace and its health report hold them (the trace format is the stable part).
@@ -18,8 +19,8 @@ import tempfile
 from typing import Any
 
 from . import _health
+from ._doctor_verdict import print_verdict, render_capabilities, verdict
 from ._output import PROG, Out, dump_json, fmt, plural, ratio
-from .cmd_doctor import print_verdict, render_capabilities, verdict
 
 TIMEOUT_S = 300
 
@@ -41,6 +42,13 @@ def run_child(device: str, timeout: float = TIMEOUT_S) -> dict[str, Any]:
             lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
             last = lines[-1] if lines else f"exit status {proc.returncode}"
             return {"requested_device": device, "error": f"the probe process failed: {last}"}
+        if result.get("trace") and not result.get("error"):
+            from .check import TraceFileError, check_trace
+
+            try:
+                result["check"] = check_trace(result["trace"]).to_dict()
+            except TraceFileError as exc:
+                result["error"] = f"the probe's trace cannot be read: {exc}"
         result["trace"] = None  # removed with the temporary directory
         result["stderr_tail"] = proc.stderr.strip().splitlines()[-5:]
         return result

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 
 from . import _health
+from ._doctor_verdict import print_verdict
 from ._output import PROG, Out, dump_json, plural, ratio
-from .cmd_doctor import print_verdict
 
 # The order in which findings explain a trace: the first one present is the verdict.
 _EXPLAINING_PROBLEMS = ("trace-empty", "session-failed", "no-device-activity", "health-report-malformed")

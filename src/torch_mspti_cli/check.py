@@ -1,7 +1,8 @@
 """Validate a Chrome trace exported by ``torch.profiler`` with torch-mspti.
 
-Pure Python (no torch, so ``torch-mspti check`` starts fast); also importable as
-``torch_mspti.check``. ``check_trace`` accepts the forms torch writes (an object with
+Pure Python (no torch, so ``torch-mspti check`` starts fast); from Python, ``from
+torch_mspti_cli.check import check_trace`` (the library, :mod:`torch_mspti`, never imports the
+command line). ``check_trace`` accepts the forms torch writes (an object with
 ``traceEvents``, or a bare event list; gzip too) and reports every rule violation with a stable
 rule id (see ``RULES``), warnings that do not fail the check (``WARNINGS``), link statistics and
 the trace's health report.

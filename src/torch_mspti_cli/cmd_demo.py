@@ -1,6 +1,7 @@
 """``torch-mspti demo``: profile a demo workload (real NPU when available, else the simulated
-one) and write its trace. The workloads are :mod:`torch_mspti.sim.workloads`; their defaults
-live here, torch-free, so that ``--help`` can show them without importing torch."""
+one) and write its trace. The workloads and their defaults are :mod:`torch_mspti.sim.workloads`;
+``--help`` must not import torch, so it shows a copy of those defaults (tests/test_layering.py
+checks that the copy equals the library's ``DEFAULTS``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import sys
 
 from ._output import PROG, one_line
 
-#: workload -> (size, profiled steps) when the command line gives none.
+#: workload -> (size, profiled steps) when the command line gives none: for --help only (unset
+#: options are not passed, so the library's own defaults apply); equal to
+#: torch_mspti.sim.workloads.DEFAULTS.
 WORKLOAD_DEFAULTS: dict[str, tuple[int, int]] = {
     "phases": (1024, 1),
     "mlp": (256, 3),

@@ -127,12 +127,13 @@ def _plugin_library_choice() -> tuple[str | None, str]:
     """(the MSPTI library the plugin will use, how it was chosen): the library already loaded,
     else an explicit ``library_path`` (``TORCH_MSPTI_LIBRARY`` or ``torch_mspti.use_library``),
     else (None, "")."""
-    import torch_mspti
+    from torch_mspti import _C
+    from torch_mspti.config import config
 
-    loaded = torch_mspti._C.library_report(False)
+    loaded = _C.library_report(False)
     if loaded.get("available") and loaded.get("path"):
         return loaded["path"], f"already loaded by the plugin in this process (found by {loaded.get('found_by')})"
-    chosen = torch_mspti.config.library_path
+    chosen = config.library_path
     if not chosen:
         return None, ""
     env = os.environ.get("TORCH_MSPTI_LIBRARY")
@@ -224,7 +225,8 @@ def enable(
     )
     import torch
 
-    import torch_mspti
+    from torch_mspti import _C
+    from torch_mspti.config import config
 
     with _lock:
         if _settings is not None:
@@ -243,8 +245,9 @@ def enable(
         if not os.path.exists(sim_lib):
             _refuse(f"MSPTI simulator not found at {sim_lib}; is torch-mspti installed with its lib/ directory?")
 
-        previous = torch_mspti.config.library_path
-        torch_mspti.use_library(sim_lib)  # RuntimeError if the plugin already loaded another library
+        previous = config.library_path
+        # as torch_mspti.use_library (sim_lib is absolute): RuntimeError if the plugin already loaded another library
+        config.library_path = sim_lib
         try:
             torch.ops.load_library(dev_lib)
             torch.ops.npu_sim.configure(
@@ -258,8 +261,8 @@ def enable(
                 wanted["housekeeping_every"],
             )
         except Exception as exc:
-            if not torch_mspti._C.library_report(False).get("available"):
-                torch_mspti.config.library_path = previous
+            if not _C.library_report(False).get("available"):
+                config.library_path = previous
             raise RuntimeError(f"torch_mspti.sim.enable(): cannot load the simulated NPU: {exc}") from exc
         # The point of no return: nothing above renamed anything.
         torch.utils.rename_privateuse1_backend("npu")

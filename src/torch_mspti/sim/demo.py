@@ -65,11 +65,11 @@ def _last_session() -> dict[str, Any]:
 
 def _unlinked_lines(session: dict[str, Any]) -> list[str]:
     """One summary line per reason device rows of ``session`` (a ``last_session`` report) are not
-    linked to an op (the plugin's link states, README "What a link means"). Launches from threads
+    linked to an op (the plugin's link states, README "Links: what an arrow means"). Launches from threads
     that ran no op are blamed on a task queue only when the plugin said most rows came from one
     (its "task-queue" warning); a few, such as the allocator's housekeeping memsets, are named as
     what they are."""
-    from torch_mspti_cli._content_rules import UNLINKED_STATES
+    from torch_mspti import link_states
 
     links = session.get("links") or {}
     lines = []
@@ -84,10 +84,11 @@ def _unlinked_lines(session: dict[str, Any]) -> list[str]:
             f"unlinked {no_op} row(s) launched from a thread that ran no op (e.g. the allocator's housekeeping): "
             "shown on that thread's lane, credited to no op"
         )
-    for state, meaning in UNLINKED_STATES.items():
-        if state != "no_op_on_thread" and links.get(state):
+    for s in link_states():
+        state = s["name"]
+        if not s["linked"] and state != "no_op_on_thread" and links.get(state):
             fix = "; set torch_mspti.config.enable_api_records = True" if state == "ambiguous" else ""
-            lines.append(f"unlinked {links[state]} row(s): {meaning} ({state}){fix}")
+            lines.append(f"unlinked {links[state]} row(s): {s['meaning']} ({state}){fix}")
     return lines
 
 
@@ -132,9 +133,23 @@ def _preload_library(device: str) -> str:
     return lib.path
 
 
+# The options of run() that a command line (main, the --memcpy restart) passes, and their types.
+_OPTIONS: dict[str, type] = {
+    "workload": str,
+    "steps": int,
+    "size": int,
+    "out": str,
+    "device": str,
+    "launch_mode": str,
+    "ranks": int,
+    "memcpy": bool,
+}
+
+
 def _command_line(**options: Any) -> list[str]:
-    """``python -m torch_mspti demo`` with ``options`` (None values left out)."""
-    argv = [sys.executable, "-m", "torch_mspti", "demo"]
+    """``python -m torch_mspti.sim.demo`` (:func:`main`) with ``options`` (None values left out):
+    the library's own entry point, so that the restart needs no command-line package."""
+    argv = [sys.executable, "-m", "torch_mspti.sim.demo"]
     for key, value in options.items():
         if value is True:
             argv.append("--" + key.replace("_", "-"))
@@ -278,3 +293,24 @@ def run(
     print(f"trace: {os.path.abspath(path)}")
     print(f"  {_VIEWERS}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m torch_mspti.sim.demo [--workload W] [--steps N] ...``: :func:`run` with the
+    options :func:`_command_line` writes (the ``--memcpy`` restart runs it). Users run the same
+    demo as ``torch-mspti demo``, whose ``--help`` describes the options."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m torch_mspti.sim.demo", description=run.__doc__.splitlines()[0])
+    for key, kind in _OPTIONS.items():
+        flag = "--" + key.replace("_", "-")
+        if kind is bool:
+            parser.add_argument(flag, dest=key, action="store_true")
+        else:
+            parser.add_argument(flag, dest=key, type=kind)
+    args = parser.parse_args(argv)
+    return run(**{k: v for k, v in vars(args).items() if v is not None})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -31,91 +31,22 @@ communicator numbers its collectives under a lock.
 
 from __future__ import annotations
 
-import secrets
 import threading
 import warnings
-from collections.abc import Sequence
 
 import torch
 import torch.distributed as dist
 
-from .hccl_model import LinkModel
+from . import hccl_ops
+from .hccl_comms import Communicator, communicator_name, communicators, create_backend, link_model, set_link_model
 
-__all__ = ["register", "set_link_model", "link_model", "communicator_name", "BACKEND"]
+__all__ = ["register", "set_link_model", "link_model", "communicator_name", "communicators", "Communicator", "BACKEND"]
 
 BACKEND = "hccl"
-_COMM_NAME_KEY = "torch_mspti_sim_hccl/comm_name"
 
 _lock = threading.Lock()
 _registered = False
 _library: torch.library.Library | None = None  # keeps the kernel registrations alive
-_link = LinkModel()
-_comms: dict[str, Communicator] = {}
-
-
-class Communicator:
-    """One HCCL communicator: a process group's gloo transport, its name and collective counter."""
-
-    def __init__(self, group_name: str, rank: int, size: int, gloo, comm_name: str, ranks: Sequence[int]):
-        self.group_name = group_name
-        self.rank = rank
-        self.size = size
-        self.gloo = gloo
-        self.comm_name = comm_name
-        self.ranks = list(ranks)
-        self._next = 0
-        self._lock = threading.Lock()
-
-    def next_index(self) -> int:
-        with self._lock:
-            i = self._next
-            self._next += 1
-            return i
-
-
-def set_link_model(bandwidth_gb_s: float = 50.0, latency_us: float = 8.0) -> None:
-    """Device time model of later collectives of this process (see :class:`hccl_model.LinkModel`)."""
-    global _link
-    _link = LinkModel(bandwidth_gb_s=float(bandwidth_gb_s), latency_us=float(latency_us))
-
-
-def link_model() -> LinkModel:
-    return _link
-
-
-def communicator_name(group: dist.ProcessGroup | None = None) -> str:
-    """The HCCL communicator name (MSPTI commName) of ``group`` (default: the world group)."""
-    pg = group if group is not None else dist.distributed_c10d._get_default_group()
-    return _comms[pg.group_name].comm_name
-
-
-def _agree_comm_name(store, rank: int) -> str:
-    # Rank 0 mints the communicator's name and shares it, as HCCL's root info is shared; every rank then
-    # reports the same commName for the same communicator. HCCL names look like "16898834563344171674".
-    if rank == 0:
-        name = str(secrets.randbits(64) | (1 << 63))
-        store.set(_COMM_NAME_KEY, name)
-        return name
-    return store.get(_COMM_NAME_KEY).decode()
-
-
-def _create_backend(opts, backend_options):
-    """Backend creator for ``Backend.register_backend`` (extended API): a gloo backend on host memory."""
-    del backend_options
-    gloo = dist.ProcessGroupGloo(opts.store, opts.group_rank, opts.group_size, opts.timeout)
-    comm_name = _agree_comm_name(opts.store, opts.group_rank)
-    comm = Communicator(
-        opts.group_id, opts.group_rank, opts.group_size, gloo, comm_name, opts.global_ranks_in_group or []
-    )
-    with _lock:
-        _comms[opts.group_id] = comm
-    return gloo
-
-
-def communicators() -> dict[str, Communicator]:
-    """Communicators of this process by process-group name (a snapshot)."""
-    with _lock:
-        return dict(_comms)
 
 
 def register() -> None:
@@ -126,12 +57,11 @@ def register() -> None:
     about overriding them; the warning is silenced here).
     """
     global _registered, _library
-    from . import hccl_ops
 
     with _lock:
         if _registered or not dist.is_available():
             return
-        dist.Backend.register_backend(BACKEND, _create_backend, extended_api=True, devices=["npu"])
+        dist.Backend.register_backend(BACKEND, create_backend, extended_api=True, devices=["npu"])
         lib = torch.library.Library("c10d", "IMPL")
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Warning only once for all operators")

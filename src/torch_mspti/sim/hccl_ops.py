@@ -1,4 +1,5 @@
-"""The PrivateUse1 kernels of torch's c10d ops for the simulated ``hccl`` backend (see :mod:`.hccl`).
+"""The PrivateUse1 kernels of torch's c10d ops for the simulated ``hccl`` backend (see :mod:`.hccl`,
+which registers them; the communicators they run on are :mod:`.hccl_comms`).
 
 Each kernel has the schema of its c10d op (``torch.ops.c10d.<op>``): it opens the collective's host range,
 launches the device record (:func:`_launch`), starts the gloo transfer on CPU aliases of the npu tensors
@@ -15,16 +16,17 @@ from collections.abc import Sequence
 import torch
 import torch.distributed as dist
 
-from . import hccl, hccl_model
+from . import hccl_model
+from .hccl_comms import Communicator, communicators, link_model
 from .hccl_model import COLLECTIVES, Collective
 
 __all__ = ["KERNELS", "UNSUPPORTED"]
 
 
-def _communicator(pg_obj) -> hccl.Communicator:
+def _communicator(pg_obj) -> Communicator:
     pg = dist.ProcessGroup.unbox(pg_obj)
     try:
-        return hccl.communicators()[pg.group_name]
+        return communicators()[pg.group_name]
     except KeyError:
         raise RuntimeError(
             f"process group {pg.group_name!r} has npu tensors but was not created by the simulated hccl "
@@ -95,11 +97,11 @@ def _timeout(opts, timeout_ms: int):
     return opts
 
 
-def _launch(comm: hccl.Communicator, coll: Collective, t: torch.Tensor, count: int) -> None:
+def _launch(comm: Communicator, coll: Collective, t: torch.Tensor, count: int) -> None:
     """The device side of one collective: a COMMUNICATION record on the device's communication stream."""
     device = t.device.index if t.device.index is not None else torch.npu.current_device()
     name = hccl_model.op_name(coll, comm.comm_name, comm.next_index())
-    duration = hccl.link_model().duration_ns(coll, count, t.element_size(), comm.size)
+    duration = link_model().duration_ns(coll, count, t.element_size(), comm.size)
     ops = torch.ops.npu_sim
     stream = int(ops.communication_stream(device))
     ops.launch_communication(

@@ -33,11 +33,18 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule, tensorboard_trace_handler
 
-from torch_mspti_cli.cmd_demo import WORKLOAD_DEFAULTS
-
 __all__ = ["WORKLOADS", "DEFAULTS", "phases", "mlp", "transformer"]
 
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+#: workload -> (size, profiled steps) when the caller gives none; phases' reference size is 4096,
+#: the demo uses less. The torch-free command line shows a copy in ``torch-mspti demo --help``
+#: (torch_mspti_cli.cmd_demo.WORKLOAD_DEFAULTS, checked equal by tests/test_layering.py).
+DEFAULTS: dict[str, tuple[int, int]] = {
+    "phases": (1024, 1),
+    "mlp": (256, 3),
+    "transformer": (128, 3),
+    "ddp": (256, 2),
+}
 
 
 def _sync() -> None:
@@ -143,7 +150,7 @@ def _random_batches(batch: int, size: int, device: str, copies: bool = False) ->
 def mlp(
     size: int = 256,
     out: str = "trace.json",
-    steps: int = WORKLOAD_DEFAULTS["mlp"][1],
+    steps: int = DEFAULTS["mlp"][1],
     device: str = "npu",
     trace_dir: str | None = None,
     batch: int = 64,
@@ -169,16 +176,14 @@ def ddp(
     steps in one schedule() cycle, with ``tensorboard_trace_handler(trace_dir,
     worker_name=f"rank{r}")``, so that ``trace_dir`` gets one trace per rank, each with torch's
     ``distributedInfo`` (backend, rank, world size). Uses the initialized default process group (one
-    process per rank, each on its own device); without one it runs as a world of one rank on a free
-    localhost port. Each rank draws its own batches (seed 1000 + rank)."""
+    process per rank, each on its own device); without one it runs as a world of one rank (an
+    in-memory store, no port). Each rank draws its own batches (seed 1000 + rank)."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from .multirank import free_port
-
     own_group = not dist.is_initialized()
-    if own_group:
-        dist.init_process_group("hccl", rank=0, world_size=1, init_method=f"tcp://127.0.0.1:{free_port()}")
+    if own_group:  # a world of one rank needs no rendezvous: an in-memory store
+        dist.init_process_group("hccl", store=dist.HashStore(), rank=0, world_size=1)
     try:
         rank = dist.get_rank()
         torch.manual_seed(0)
@@ -197,7 +202,7 @@ def ddp(
 def transformer(
     size: int = 128,
     out: str = "trace.json",
-    steps: int = WORKLOAD_DEFAULTS["transformer"][1],
+    steps: int = DEFAULTS["transformer"][1],
     device: str = "npu",
     trace_dir: str | None = None,
     batch: int = 8,
@@ -223,9 +228,6 @@ def transformer(
 
 
 WORKLOADS = {"phases": phases, "mlp": mlp, "transformer": transformer, "ddp": ddp}
-# (size, profiled steps) when the caller gives none (shared with the CLI's --help); phases'
-# reference size is 4096, the demo uses less.
-DEFAULTS = WORKLOAD_DEFAULTS
 
 
 def run(

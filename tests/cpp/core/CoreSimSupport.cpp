@@ -1,19 +1,11 @@
 #include "CoreSimSupport.h"
 
-#include <dlfcn.h>
-
 #include <mutex>
 #include <stdexcept>
 #include <string>
 
 namespace torch_mspti::test {
 namespace {
-
-template <typename Fn>
-void resolve(void* handle, const char* name, Fn& out) {
-  out = reinterpret_cast<Fn>(dlsym(handle, name));
-  if (!out) throw std::runtime_error(std::string("simulator does not export ") + name);
-}
 
 std::mutex gWarningsMutex;
 std::vector<std::string> gWarnings;
@@ -44,17 +36,7 @@ MsptiFunctions& sessionTable() {
 const SimControl& simControl() {
   static const SimControl control = [] {
     if (!loadSimulator()) throw std::runtime_error("simulator not loaded");
-    // RTLD_NOLOAD: the very copy MsptiLibrary loaded, never a second one.
-    void* h = dlopen(MSPTI_SIM_PATH, RTLD_NOW | RTLD_NOLOAD);
-    if (!h) throw std::runtime_error("simulator not loaded by MsptiLibrary");
-    SimControl c;
-    resolve(h, "msptiSimLaunchKernel", c.launchKernel);
-    resolve(h, "msptiSimLaunchKernels", c.launchKernels);
-    resolve(h, "msptiSimSynchronize", c.synchronize);
-    resolve(h, "msptiSimSetOption", c.setOption);
-    resolve(h, "msptiSimGetStats", c.getStats);
-    resolve(h, "msptiSimResetOptions", c.resetOptions);
-    return c;
+    return mspti_sim::resolveSimControl(MSPTI_SIM_PATH);
   }();
   return control;
 }

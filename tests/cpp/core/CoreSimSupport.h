@@ -17,24 +17,12 @@
 #include "MsptiActivityProfilerSession.h"
 #include "MsptiLibrary.h"
 #include "PluginContext.h"
-#include "mspti_sim.h"
+#include "mspti_sim_control.h"
 
 namespace torch_mspti::test {
 
-struct SimControl {
-  decltype(&msptiSimLaunchKernel) launchKernel = nullptr;
-  decltype(&msptiSimLaunchKernels) launchKernels = nullptr;
-  decltype(&msptiSimSynchronize) synchronize = nullptr;
-  decltype(&msptiSimSetOption) setOption = nullptr;
-  decltype(&msptiSimGetStats) getStats = nullptr;
-  decltype(&msptiSimResetOptions) resetOptions = nullptr;
-
-  msptiSimStats stats() const {
-    msptiSimStats s{};
-    getStats(&s);
-    return s;
-  }
-};
+// The simulator's msptiSim* functions (src/sim/include/mspti_sim_control.h).
+using SimControl = mspti_sim::Control;
 
 // The process's context with the simulator loaded (fails the test when it cannot be).
 PluginContext& simContext();
