@@ -75,11 +75,12 @@ def build_state(state: str) -> None:
 
 def dynamic_metadata(settings: Mapping[str, Any], project: Mapping[str, Any]) -> dict[str, Any]:
     del settings, project
+    if _state == "sdist":
+        # An sdist is the same whatever torch is installed: plain version, no pin; the wheel
+        # built from it gets both.
+        return {"dependencies": [], "version": BASE_VERSION}
     version = _build_torch_version()
     if version is None:
-        if _state == "sdist":
-            # An sdist may be made without torch; the wheel built from it gets the pin.
-            return {"dependencies": [], "version": BASE_VERSION}
         raise RuntimeError(
             "torch-mspti: building a wheel needs torch in the build environment; "
             'install it first (pip install "torch==2.13.*") or allow build isolation'
@@ -88,6 +89,7 @@ def dynamic_metadata(settings: Mapping[str, Any], project: Mapping[str, Any]) ->
 
 
 def dynamic_wheel(settings: Mapping[str, Any]) -> dict[str, bool]:
-    """Pin and version depend on the torch present when the wheel is built: Dynamic in the sdist."""
+    """The pin depends on the torch present when the wheel is built: Dynamic in the sdist. The
+    version may not be (PEP 643): the sdist has BASE_VERSION, a wheel BASE_VERSION+torchX.Y."""
     del settings
-    return {"dependencies": True, "version": True}
+    return {"dependencies": True}

@@ -14,7 +14,8 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # cmake (>= 3.18) and g++ are usually present already; listing them is a no-op then.
-$SUDO apt-get install -y -qq --no-install-recommends cmake g++ ninja-build libgtest-dev
+# libfmt-dev: torch 2.7's wheel ships no fmt headers (ci/torch_versions.sh builds against it).
+$SUDO apt-get install -y -qq --no-install-recommends cmake g++ ninja-build libgtest-dev libfmt-dev
 
 python -m pip install --progress-bar off \
   "torch==2.13.0" \

@@ -3,7 +3,8 @@
 # build_and_test): for each torch below, a venv of its own with PyPI's wheel (x86_64 wheels other
 # than 2.13.0+cpu are CUDA builds: their nvidia packages come along and everything runs on the
 # CPU), the README's install + main command (`pip install --no-build-isolation .` then
-# `torch-mspti demo`), and the core tests: trace, links, drain and the MSPTI generations.
+# `torch-mspti demo`), and the core tests: the support-table row (test_torch_compat), trace, links,
+# drain, MSPTI generations, copies and collectives.
 #
 # Usage: bash ci/torch_versions.sh [torch-version ...]   (default: 2.14.1 2.7.1)
 # Each torch builds in build/torch-<version>, so the 2.13 build tree is left alone.
@@ -12,7 +13,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 VERSIONS=("$@")
 if [ ${#VERSIONS[@]} -eq 0 ]; then VERSIONS=(2.14.1 2.7.1); fi
-CORE_TESTS=(tests/test_plugin_trace.py tests/test_links_sim_device.py tests/test_plugin_drain.py tests/test_versions.py tests/test_torch_compat.py)
+CORE_TESTS=(tests/test_torch_compat.py tests/test_plugin_trace.py tests/test_links_sim_device.py tests/test_plugin_drain.py
+  tests/test_versions.py tests/test_copy_rows.py tests/test_sim_hccl.py)
 ROOT=$(pwd)
 export TORCH_DEVICE_BACKEND_AUTOLOAD=0  # no torch.backends plugin inside the installs' probes
 REPORT=build/torch_versions/report.txt

@@ -101,7 +101,8 @@ def test_unreadable_version_is_an_import_error(torch_version_mod):
 def test_pin_follows_the_build_torch_minor(torch_pin, monkeypatch, version, pin):
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(__version__=version))
     monkeypatch.setattr(torch_pin, "_state", "wheel")
-    assert torch_pin.dynamic_metadata({}, {}) == {"dependencies": [pin]}
+    label = pin.split(">=", 1)[1].split(",", 1)[0]
+    assert torch_pin.dynamic_metadata({}, {}) == {"dependencies": [pin], "version": f"0.1.0+torch{label}"}
     assert torch_pin.dynamic_wheel({}) == {"dependencies": True}
 
 
@@ -109,7 +110,7 @@ def test_sdist_without_torch_gets_no_pin_and_a_wheel_build_fails_clearly(torch_p
     monkeypatch.setattr(torch_pin, "_state", torch_pin._state)  # restored afterwards
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
     torch_pin.build_state("sdist")
-    assert torch_pin.dynamic_metadata({}, {}) == {"dependencies": []}
+    assert torch_pin.dynamic_metadata({}, {}) == {"dependencies": [], "version": torch_pin.BASE_VERSION}
     torch_pin.build_state("wheel")
     with pytest.raises(RuntimeError, match="needs torch in the build environment"):
         torch_pin.dynamic_metadata({}, {})
@@ -281,6 +282,11 @@ def test_sdist_carries_the_build_inputs(tmp_path):
     assert "Dynamic: Requires-Dist" in pkg_info
 
 
+def test_the_recipe_states_the_providers_base_version(torch_pin):
+    recipe = (REPO / "recipe" / "recipe.yaml").read_text()
+    assert f'version: "{torch_pin.BASE_VERSION}"' in recipe
+
+
 def test_recipe_renders_for_both_linux_platforms():
     pytest.importorskip("rattler_build", reason="py-rattler-build is not installed (ci/install.sh installs it)")
     script = REPO / "ci" / "render_recipe.py"
@@ -288,8 +294,9 @@ def test_recipe_renders_for_both_linux_platforms():
         pytest.skip("ci/ is not beside the tests")
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "linux-64: 3 variant(s)" in proc.stdout
-    assert "linux-aarch64: 3 variant(s)" in proc.stdout
+    # 3 Pythons x 8 torch minors (recipe/variants.yaml)
+    assert "linux-64: 24 variant(s)" in proc.stdout
+    assert "linux-aarch64: 24 variant(s)" in proc.stdout
     assert "osx-arm64: 0 variant(s)" in proc.stdout
 
 

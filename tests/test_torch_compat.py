@@ -154,3 +154,46 @@ def test_device_time_cell_holds_on_this_torch(profiled):
         assert total == pytest.approx(kernel_us, rel=1e-6) and total > 0, (total, kernel_us)
     else:
         assert total == 0, "torch gives device time here: the support table says it does not"
+
+
+# The torch_npu release each torch minor pairs with, whose real libtorch_npu.so (CANN stubbed,
+# tests/npu_peer.py) is loaded next to torch-mspti on that torch. torch_npu before 2.12.0.post3 has
+# no MSPTI backend of its own: torch-mspti must serve and name no peer. The releases with one are
+# covered in depth by tests/test_torch_npu_coexistence.py (2.13.0 in the full tier).
+PAIRED_RELEASE = {"2.7": "2.7.1.post11", "2.13": "2.13.0", "2.14": "2.14.0"}
+# Seen when the release was tried here: why its real binary cannot run on this machine's torch.
+CANNOT_HOST = {
+    "2.14": "torch_npu 2.14.0's libtorch_npu.so aborts on PyPI's CUDA torch 2.14 (\"Duplicated key "
+    "'pinned_reserve_segment_size_mb' found in device-specific configuration parser hook registration\"): "
+    "it needs the CPU build of its torch, which this machine cannot install; the stand-in covers it",
+}
+PEER_WORKLOAD = """
+launch("MatMulV2", {"name": "Add", "stream": 2})
+sync()
+"""
+
+
+@pytest.mark.parametrize("order", simrun.PEER_ORDERS)
+def test_the_paired_torch_npu_release_loads_beside_torch_mspti_and_ours_serves(order, tmp_path):
+    import npu_peer
+
+    minor = "{}.{}".format(*_minor(torch.__version__))
+    release = PAIRED_RELEASE.get(minor)
+    if release is None:
+        pytest.skip(f"no torch_npu release is paired with torch {minor} here")
+    if minor in CANNOT_HOST and torch.version.cuda:
+        pytest.skip(CANNOT_HOST[minor])
+    try:
+        peer = npu_peer.real_peer(release)
+    except npu_peer.PeerUnavailable as exc:
+        pytest.skip(f"real torch_npu {release} wheel unavailable: {exc}")
+    r = simrun.run(PEER_WORKLOAD, tmp_path, peer=(peer, order))
+    assert sorted(k["name"] for k in kernels(r.trace)) == ["Add", "MatMulV2"]
+    assert all(k["args"]["link"] == "verified" for k in kernels(r.trace)), kernels(r.trace)
+    plugin = r.diagnostics["plugin"]
+    assert plugin["last_trace_used_ours"] is True, plugin
+    has_backend = b"MsptiActivityProfilerPoc" in Path(peer.library).read_bytes()
+    if has_backend:
+        assert release in json.dumps(plugin["other_profiler"]), plugin["other_profiler"]
+    else:  # nothing to name: this release collects no MSPTI activity for kineto
+        assert plugin["other_profiler"] is None, plugin["other_profiler"]

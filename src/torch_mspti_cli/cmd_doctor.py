@@ -113,13 +113,9 @@ def _failure(args: argparse.Namespace, line: str) -> int:
                 "torch": torch_facts,
             }
         )
+    # One line (the import error of a torch minor mismatch names both versions and the fix); the
+    # JSON form also carries the two versions.
     print(f"{PROG} doctor: {line}", file=sys.stderr)
-    if torch_facts["built_for"] and torch_facts["running"]:
-        print(
-            f"{PROG} doctor: this build was made for torch {torch_facts['built_for']}; "
-            f"torch {torch_facts['running']} is installed",
-            file=sys.stderr,
-        )
     return 1
 
 
