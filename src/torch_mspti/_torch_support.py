@@ -63,7 +63,9 @@ SUPPORT: tuple[SupportRow, ...] = (
         "2.7.1.post*",
         "no PrivateUse1ProfilerRegistry: registered with kineto only; the health report reaches the "
         "trace through kineto's addMetadata; flow ids are 27 bits; torch needs fmt headers "
-        "(libfmt-dev); CUDA builds omit the PrivateUse1 activity, which torch-mspti lists",
+        "(libfmt-dev); CUDA builds omit the PrivateUse1 activity, which torch-mspti lists; prof.events() "
+        "has no linked_correlation_id or metadata_json (torch 2.7); on the simulator, torch 2.7's gloo "
+        "has no list forms of reduce_scatter and all_to_all",
     ),
     _unmeasured("2.8", "2.8.0"),
     _unmeasured("2.9", "2.9.x"),
