@@ -50,7 +50,7 @@ def autoload() -> None:
         try:
             warnings.warn(
                 f"torch-mspti: the profiler plugin was not loaded, so torch.profiler records no NPU "
-                f"activity from it ({type(exc).__name__}: {exc}). "
+                f"activity from it ({type(exc).__name__}: {str(exc).rstrip('.')}). "
                 f"Set {DISABLE_ENV}=1 to stop loading it and silence this warning.",
                 RuntimeWarning,
                 stacklevel=2,

@@ -91,9 +91,9 @@ def _build_torch() -> dict[str, str | None]:
     except (ImportError, OSError):
         pass
     try:
-        from importlib.metadata import version as dist_version
+        import torch  # its own version string, local label included, as the import error names it
 
-        running = dist_version("torch")
+        running = str(torch.__version__)
     except Exception:
         pass
     return {"built_for": built, "running": running}
