@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ._torch_version import major_minor
+
 YES = "yes (CI)"
 NOT_RUN = "not run here"
 COLUMNS = ("builds", "kernels", "arrows", "device_time", "collectives", "copies")
@@ -86,10 +88,10 @@ SUPPORT: tuple[SupportRow, ...] = (
 
 def row_for(version: str) -> SupportRow | None:
     """The row of torch ``version`` (``"2.7.1+cu126"`` -> the 2.7 row), or None when not listed."""
-    parts = str(version).split(".")
-    if len(parts) < 2:
+    try:
+        minor = "{}.{}".format(*major_minor(version))
+    except ValueError:
         return None
-    minor = f"{parts[0]}.{''.join(ch for ch in parts[1] if ch.isdigit())}"
     return next((r for r in SUPPORT if r.minor == minor), None)
 
 
