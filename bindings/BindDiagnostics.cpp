@@ -18,6 +18,7 @@
 #include "PyDictWriter.h"
 #include "PyStrings.h"
 #include "Registration.h"
+#include "SessionFindings.h"
 #include "SessionStats.h"
 #include "TorchCompat.h"
 
@@ -209,7 +210,21 @@ void bindDiagnostics(nb::module_& m) {
       .def_prop_ro("errors", [](const SessionReport& r) { return pyTexts(r.errors); })
       .def_prop_ro(
           "warnings", [](const SessionReport& r) { return pyTexts(r.warnings); },
-          "The warnings the session gave (keys).")
+          "Names of the findings the session warned about, each once (torch_mspti.findings()).")
+      .def_prop_ro(
+          "findings",
+          [](const SessionReport& r) {
+            nb::list out;
+            for (const auto& [name, message] : r.findings) {
+              nb::dict d;
+              d["name"] = name;
+              d["message"] = message;
+              out.append(d);
+            }
+            return out;
+          },
+          "The findings the session gave, in the order given: dicts with name and message (the\n"
+          "warning's full text, naming cause and fix).")
       .def_ro("enabled_kinds", &SessionReport::enabledKinds)
       .def_prop_ro(
           "not_collected", [](const SessionReport& r) { return pyTexts(r.notCollected); },
@@ -294,6 +309,23 @@ void bindDiagnostics(nb::module_& m) {
       },
       "The link states of device rows (LinkStates.h), in order: name (a row's \"link\" argument and\n"
       "the key of its links counter), linked (credited to an op) and meaning.");
+
+  m.def(
+      "findings",
+      [] {
+        nb::list rows;
+        for (const FindingInfo& f : findingTable()) {
+          nb::dict d;
+          d["name"] = f.name;
+          d["group"] = f.group;
+          d["fix"] = f.fix;
+          rows.append(d);
+        }
+        return rows;
+      },
+      "What a session can tell its user (SessionFindings.h), highest priority first: name (the key in\n"
+      "a session's warnings and the health report's findings), group (findings of one non-empty\n"
+      "group exclude each other) and fix.");
 
   m.def(
       "last_session", [] { return PluginContext::process().stats.last(); },

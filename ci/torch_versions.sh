@@ -3,8 +3,13 @@
 # build_and_test): for each torch below, a venv of its own with PyPI's wheel (x86_64 wheels other
 # than 2.13.0+cpu are CUDA builds: their nvidia packages come along and everything runs on the
 # CPU), the README's install + main command (`pip install --no-build-isolation .` then
-# `torch-mspti demo`), and the core tests: the support-table row (test_torch_compat), trace, links,
-# drain, MSPTI generations, copies and collectives.
+# `torch-mspti demo`), and the core tests: the support-table row (test_torch_compat, which also
+# loads the paired torch_npu release's real libtorch_npu.so), trace, links, drain, MSPTI
+# generations, and the tests behind the support table's collectives and copies cells.
+#
+# Time: each venv is a download of several GB (2.7.1) or a copy from this machine's disk (2.14.1),
+# so the next torch's venv is installed in the background while the current one builds and tests
+# (network and disk against CPU). The report gives each phase's seconds.
 #
 # Usage: bash ci/torch_versions.sh [torch-version ...]   (default: 2.14.1 2.7.1)
 # Each torch builds in build/torch-<version>, so the 2.13 build tree is left alone.
@@ -13,24 +18,58 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 VERSIONS=("$@")
 if [ ${#VERSIONS[@]} -eq 0 ]; then VERSIONS=(2.14.1 2.7.1); fi
-CORE_TESTS=(tests/test_torch_compat.py tests/test_plugin_trace.py tests/test_links_sim_device.py tests/test_plugin_drain.py
-  tests/test_versions.py tests/test_copy_rows.py tests/test_sim_hccl.py)
+CORE_TESTS=(
+  tests/test_torch_compat.py tests/test_plugin_trace.py tests/test_links_sim_device.py tests/test_plugin_drain.py
+  tests/test_versions.py
+  # the collectives cell: one 2-rank torchrun run, its rows on the communication stream, linked
+  "tests/test_sim_hccl.py::test_collectives_on_npu_equal_gloo_on_cpu[torchrun_direct]"
+  "tests/test_sim_hccl.py::test_collectives_are_rows_on_the_devices_communication_stream[torchrun_direct]"
+  "tests/test_sim_hccl.py::test_communication_rows_are_linked_to_the_ops_that_launched_them"
+  # the copies cell: one preloaded copy-heavy step, each copy a row on its lane, linked to its op
+  "tests/test_copy_rows.py::test_every_copy_is_one_row_on_its_stream_lane_with_bytes_kind_and_bandwidth[direct]"
+  "tests/test_copy_rows.py::test_copies_are_linked_to_the_op_instance_that_issued_them[direct]"
+)
 ROOT=$(pwd)
 export TORCH_DEVICE_BACKEND_AUTOLOAD=0  # no torch.backends plugin inside the installs' probes
 REPORT=build/torch_versions/report.txt
 mkdir -p build/torch_versions
 : > "$REPORT"
 
-for version in "${VERSIONS[@]}"; do
-  echo "=== torch ${version}"
-  venv="build/torch_versions/venv-${version}"
+venv_of() { echo "build/torch_versions/venv-$1"; }
+
+# Creates the venv of torch $1 with its build dependencies; its seconds go to build/torch_versions/install-$1.
+install_venv() {
+  local version=$1 venv t0
+  venv=$(venv_of "$version")
   t0=$(date +%s)
   rm -rf "$venv"
   python -m venv "$venv"
-  py="$ROOT/$venv/bin/python"
-  "$py" -m pip install --progress-bar off -q "torch==${version}" \
+  "$ROOT/$venv/bin/python" -m pip install --progress-bar off -q "torch==${version}" \
     "scikit-build-core>=1.0" "nanobind>=2.4" "ninja>=1.10"
+  echo $(($(date +%s) - t0)) > "build/torch_versions/install-${version}"
+}
+
+start_install() {  # in the background; its output goes to build/torch_versions/install-$1.log
+  install_venv "$1" > "build/torch_versions/install-$1.log" 2>&1 &
+  INSTALL_PID[$1]=$!
+}
+
+declare -A INSTALL_PID
+start_install "${VERSIONS[0]}"
+for i in "${!VERSIONS[@]}"; do
+  version=${VERSIONS[$i]}
+  echo "=== torch ${version}"
+  t0=$(date +%s)
+  if ! wait "${INSTALL_PID[$version]}"; then
+    cat "build/torch_versions/install-${version}.log" >&2
+    echo "ERROR: installing torch ${version} failed (log above)" >&2
+    exit 1
+  fi
   t1=$(date +%s)
+  next=$((i + 1))
+  if [ "$next" -lt ${#VERSIONS[@]} ]; then start_install "${VERSIONS[$next]}"; fi
+  venv=$(venv_of "$version")
+  py="$ROOT/$venv/bin/python"
   # The README's main command, with this torch: install, then the demo (trace.json, linked kernels).
   (cd "$venv" && "$py" -m pip install --progress-bar off -q --no-build-isolation \
     -C "build-dir=$ROOT/build/torch-${version}" "$ROOT[test]")
@@ -40,8 +79,8 @@ for version in "${VERSIONS[@]}"; do
   (cd "$venv" && unset TORCH_DEVICE_BACKEND_AUTOLOAD && "$py" -m pytest -n 2 -q -p no:cacheprovider \
     "${CORE_TESTS[@]/#/$ROOT/}")
   t4=$(date +%s)
-  line=$(printf 'torch %-8s install %4ss  build %4ss  demo %4ss  core tests %4ss' \
-    "$version" $((t1 - t0)) $((t2 - t1)) $((t3 - t2)) $((t4 - t3)))
+  line=$(printf 'torch %-8s install %4ss (%4ss waited for)  build %4ss  demo %4ss  core tests %4ss' \
+    "$version" "$(cat "build/torch_versions/install-${version}")" $((t1 - t0)) $((t2 - t1)) $((t3 - t2)) $((t4 - t3)))
   echo "$line" | tee -a "$REPORT"
   # The venv (several GB of CUDA libraries) is not needed once its tier passed.
   rm -rf "$venv"

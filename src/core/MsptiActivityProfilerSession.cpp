@@ -81,8 +81,9 @@ MsptiActivityProfilerSession::~MsptiActivityProfilerSession() {
 }
 
 void MsptiActivityProfilerSession::warnOnce(const std::string& key, const std::string& message) {
-  if (std::find(warned_.begin(), warned_.end(), key) != warned_.end()) return;
-  warned_.push_back(key);
+  for (const auto& given : findings_)
+    if (given.first == key) return;
+  findings_.emplace_back(key, message);
   try {
     // Point at what can answer: this process's diagnostics, or the health report in the trace.
     if (deps_.warn)
@@ -96,13 +97,8 @@ void MsptiActivityProfilerSession::fail(const std::string& message, const std::s
   errors_.push_back(message);
   state_ = SessionState::kFailed;
   status_ = libkineto::TraceStatus::ERROR;
-  // Next to torch_npu's backend the lane is not empty: that backend subscribes in its own start()
-  // and collects; say who serves it.
-  if (deps_.peer.present)
-    warnOnce("failed", fmt::format("torch-mspti: collected nothing for this trace: {}; the NPU lane holds only what "
-                                   "{} collects",
-                                   cause, deps_.peer.description));
-  else warnOnce("failed", fmt::format("torch-mspti: the NPU lane of this trace will be empty: {}", cause));
+  failureCause_ = cause;
+  warnOnce("failed", findingMessage("failed", facts()));
 }
 
 bool MsptiActivityProfilerSession::subscribe() {
@@ -192,8 +188,10 @@ bool MsptiActivityProfilerSession::arm() {
     if (k.row == TraceRow::kNone || !*k.setting || !deps_.config.flag(k.setting)) continue;
     if (!requested(types_, k.row, k.role)) continue;
     const bool ok = enable(k.kind, /*report=*/k.kind == MSPTI_ACTIVITY_KIND_KERNEL);
-    if (k.kind == MSPTI_ACTIVITY_KIND_KERNEL && !ok)
-      warnOnce("kernels", "torch-mspti: no kernels in this trace: msptiActivityEnable(KERNEL) failed");
+    if (k.kind == MSPTI_ACTIVITY_KIND_KERNEL && !ok) {
+      kernelsNotEnabled_ = true;
+      warnOnce("kernels", findingMessage("kernels", facts()));
+    }
     if (k.kind == MSPTI_ACTIVITY_KIND_COMMUNICATION && !ok)
       // The host side of a collective (c10d ranges, ProcessGroup calls) is in the trace anyway;
       // without this the trace looks complete. Copies have their own note (copiesNote_).
@@ -226,48 +224,68 @@ void MsptiActivityProfilerSession::stop() {
   publish(false);
 }
 
+// stop()'s body, as named stages in the order they must run. Each stage says why it comes where it does.
 void MsptiActivityProfilerSession::collect() {
   armed_ = false;
   stopNs_ = nowNs();
-  if (forkedFromMsptiParent()) {
-    // Started in the parent, stopped in a forked child: MSPTI's threads and buffers are the
-    // parent's; draining here could hang on a lock held at the fork. Stop without calling MSPTI.
-    store_.reset();
-    subscribed_ = false;
-    errors_.push_back(fmt::format("session inherited across fork() and stopped in the child without draining: {}",
-                                  kForkedChildReason));
-    state_ = SessionState::kFailed;
-    status_ = libkineto::TraceStatus::ERROR;
-    return;
-  }
-  if (deps_.peer.present) {
-    // The peer may have stopped first: its stop() disables MSPTI's kinds (ours), which on
-    // libraries that do not pull device data on Disable loses what is still on its way; enable
-    // ours again at once, and take the callbacks back before the drain's first FlushAll.
-    reclaimCallbacks_.store(true);
-    reclaimCallbacks();
-    MsptiActivityApi api(*fns_);
-    for (auto kind : enabledKinds_) api.enable(kind);
-  }
-  DrainStats drain;
-  bool devicesSynchronized = false;
-  if (deps_.config.synchronizeDevices && deps_.synchronizeDevices) {
-    // torch.profiler synchronises the current device only; kernels launched in the window on the
-    // others may still be running, and MSPTI 26.1 discards what has not ended when it is disabled.
-    // The devices this session has seen records from are named here; synchronizeDevices adds the
-    // ones the backend has initialised (device records arrive ~200 ms late, so a device whose
-    // kernels are still running has usually delivered none yet) and never touches an idle one.
-    std::vector<int32_t> devices;
-    for (uint32_t physical : store_->devicesSeen())
-      devices.push_back(logicalDevice(physical, deps_.config.visibleDevices));
-    const auto t0 = std::chrono::steady_clock::now();
-    guard(errors_, "synchronize devices", [&] { devicesSynchronized = deps_.synchronizeDevices(devices); });
-    drain.synchronizeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
+  if (stopInForkedChild()) return;
+  retakeFromPeer();                                  // before the drain's first FlushAll
+  const DeviceSync sync = synchronizeDevicesSeen();  // before Disable: MSPTI 26.1 discards unfinished work
+  disarmForwarder();                                 // the op log is complete once no op can push
+  const int64_t disabledAt = drainLibrary(sync);     // unsubscribes; the store is sealed after it
+  takeCounters();                                    // every record is in: the counters are final
+  buildLaunches(disabledAt);                         // the window ends at Disable
+  reportFindings();                                  // last: reads everything above
+}
+
+bool MsptiActivityProfilerSession::stopInForkedChild() {
+  if (!forkedFromMsptiParent()) return false;
+  // Started in the parent, stopped in a forked child: MSPTI's threads and buffers are the
+  // parent's; draining here could hang on a lock held at the fork. Stop without calling MSPTI.
+  store_.reset();
+  subscribed_ = false;
+  errors_.push_back(
+      fmt::format("session inherited across fork() and stopped in the child without draining: {}", kForkedChildReason));
+  state_ = SessionState::kFailed;
+  status_ = libkineto::TraceStatus::ERROR;
+  return true;
+}
+
+void MsptiActivityProfilerSession::retakeFromPeer() {
+  if (!deps_.peer.present) return;
+  // The peer may have stopped first: its stop() disables MSPTI's kinds (ours), which on
+  // libraries that do not pull device data on Disable loses what is still on its way; enable
+  // ours again at once, and take the callbacks back before the drain's first FlushAll.
+  reclaimCallbacks_.store(true);
+  reclaimCallbacks();
+  MsptiActivityApi api(*fns_);
+  for (auto kind : enabledKinds_) api.enable(kind);
+}
+
+MsptiActivityProfilerSession::DeviceSync MsptiActivityProfilerSession::synchronizeDevicesSeen() {
+  DeviceSync sync;
+  if (!deps_.config.synchronizeDevices || !deps_.synchronizeDevices) return sync;
+  // torch.profiler synchronises the current device only; kernels launched in the window on the
+  // others may still be running, and MSPTI 26.1 discards what has not ended when it is disabled.
+  // The devices this session has seen records from are named here; synchronizeDevices adds the
+  // ones the backend has initialised (device records arrive ~200 ms late, so a device whose
+  // kernels are still running has usually delivered none yet) and never touches an idle one.
+  std::vector<int32_t> devices;
+  for (uint32_t physical : store_->devicesSeen())
+    devices.push_back(logicalDevice(physical, deps_.config.visibleDevices));
+  const auto t0 = std::chrono::steady_clock::now();
+  guard(errors_, "synchronize devices", [&] { sync.idle = deps_.synchronizeDevices(devices); });
+  sync.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return sync;
+}
+
+void MsptiActivityProfilerSession::disarmForwarder() {
   counters_.unbalancedAtStop += forwarder_->disarm();
   opLog_ = forwarder_->takeLog(generation_);
   for (const ThreadOps& t : opLog_) counters_.opsLogged += t.ids.size();
+}
 
+int64_t MsptiActivityProfilerSession::drainLibrary(const DeviceSync& sync) {
   MsptiActivityApi api(*fns_);
   DrainInput in{&api, store_.get(), subscriber_, enabledKinds_, deps_.config, 0};
   auto collected = [&](msptiActivityKind kind) {
@@ -289,18 +307,22 @@ void MsptiActivityProfilerSession::collect() {
   in.launchesMayBeUnseen = !collected(MSPTI_ACTIVITY_KIND_RUNTIME_API) && !collected(MSPTI_ACTIVITY_KIND_API) &&
                            (collected(MSPTI_ACTIVITY_KIND_KERNEL) || collected(MSPTI_ACTIVITY_KIND_COMMUNICATION) ||
                             collected(MSPTI_ACTIVITY_KIND_MEMCPY) || collected(MSPTI_ACTIVITY_KIND_MEMSET));
-  in.devicesSynchronized = devicesSynchronized;
+  in.devicesSynchronized = sync.idle;
   std::vector<std::string> drainErrors;
   int64_t disabledAt = 0;
-  const double synchronizeMs = drain.synchronizeMs;
-  drain = torch_mspti::drain(in, drainErrors, disabledAt);
-  drain.synchronizeMs = synchronizeMs;
+  DrainStats drain = torch_mspti::drain(in, drainErrors, disabledAt);
+  drain.synchronizeMs = sync.ms;
   subscribed_ = false;  // the drain unsubscribed
   drain_ = drain;
+  // The pool is unbound before the store is sealed: a completion after this point is counted as
+  // late by the pool, never written into a sealed store.
   deps_.pool->setSink(nullptr);
   store_->seal();
   for (auto& e : drainErrors) errors_.push_back(std::move(e));
+  return disabledAt;
+}
 
+void MsptiActivityProfilerSession::takeCounters() {
   const PoolCounters pool = deps_.pool->counters();
   counters_.buffersRequested = pool.requested - poolAtStart_.requested;
   counters_.buffersCompleted = pool.completed - poolAtStart_.completed;
@@ -314,128 +336,77 @@ void MsptiActivityProfilerSession::collect() {
   counters_.abandonedBuffers = store_->abandonedBuffers();
   counters_.abandonedBytes = store_->abandonedBytes();
   counters_.afterCollection = store_->afterCollection();
-  const CorrelationLedger::Watermark watermark = store_->ledger().watermark();
+  const CorrelationLedger::Watermark watermark = store_->ledger().watermark();  // O(n log n): once
   counters_.junkCorrelationIds = store_->ledger().junkIds() + watermark.outliers;
+  highestId_ = watermark.id;
   counters_.overCap = store_->overCap();
+}
 
+void MsptiActivityProfilerSession::buildLaunches(int64_t disabledAt) {
   hostClock_ = HostClock::decide(store_->apis(), clockAtStart_, ClockSample::now());
   const Window window{startNs_, stopNs_, std::max(stopNs_, disabledAt ? disabledAt : nowNs())};
   launches_ = LaunchTable::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
   store_->releaseDeviceRecords();  // the launch table holds the kept rows from here on
+  // Records at or below this session's highest id belong to it: a later session drops them as stale.
   if (deps_.staleBelow) {
-    const uint64_t maxId = watermark.id;
+    const uint64_t maxId = highestId_;
     uint64_t prev = deps_.staleBelow->load();
     while (maxId > prev && !deps_.staleBelow->compare_exchange_weak(prev, maxId)) {}
   }
   state_ = SessionState::kStopped;
   status_ = libkineto::TraceStatus::PROCESSING;
-
-  // At most one warning of each kind per session, each naming its cause and fix.
-  if (counters_.buffersDeclined > 0)
-    warnOnce("declined", fmt::format("torch-mspti: {} MSPTI buffer requests were declined at buffer_pool_cap={}; "
-                                     "records were lost (raise buffer_pool_cap or buffer_size)",
-                                     counters_.buffersDeclined, deps_.config.bufferPoolCap));
-  const uint64_t kernelRecords = store_->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL];
-  if (drain.evidence == "kernels_need_preload" && drain.pendingLaunches > 0)
-    warnOnce("no-kernels",
-             fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL or COMMUNICATION record, and stop() "
-                         "did not wait for them: this MSPTI does not know RUNTIME_API, so it predates 26.0, and such "
-                         "a library knows a device only when libmspti.so is preloaded at process start: run with "
-                         "LD_PRELOAD={}",
-                         drain.pendingLaunches, preloadHint()));
-  else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0 && deps_.peer.present &&
-           drain.order == "poll_first")
-    warnOnce("pending", fmt::format("torch-mspti: {} launches of this session never delivered device records: {} "
-                                    "stopped before torch-mspti and disabled MSPTI's kinds, and this MSPTI (before "
-                                    "26.1) drops what is still on its way then; use MSPTI 26.1 or newer, or "
-                                    "TORCH_MSPTI_PROFILER=off to let it serve",
-                                    drain.pendingLaunches, deps_.peer.description));
-  else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0 && kernelRecords == 0 && !libraryIsPreloaded())
-    // Two documented causes look alike here (mspti.md 5.5): records later than the bound (or
-    // kernels still running), and a CANN that delivers kernels only with a process-start preload.
-    warnOnce("no-kernels",
-             fmt::format("torch-mspti: MSPTI reported {} launches but no KERNEL record within drain_timeout_ms={} "
-                         "ms. Either their records come later than that or the kernels were still running (raise "
-                         "drain_timeout_ms, or synchronize the device before the profile stops), or this CANN "
-                         "delivers kernels only when libmspti.so is preloaded at process start (releases before "
-                         "9.1): run with LD_PRELOAD={}",
-                         drain.pendingLaunches, deps_.config.drainTimeoutMs, preloadHint()));
-  else if (drain.exitReason == "timeout" && drain.pendingLaunches > 0)
-    warnOnce("timeout", fmt::format("torch-mspti: {} launches still had no device record when the drain gave up at "
-                                    "drain_timeout_ms={} ms: their records come later than that, or their work was "
-                                    "still running on a device that was not synchronised (raise drain_timeout_ms, "
-                                    "or synchronize the device before the profile stops)",
-                                    drain.pendingLaunches, deps_.config.drainTimeoutMs));
-  else if (drain.evidence == "unclassified_quiet" && drain.pendingLaunches > 0)
-    warnOnce("unclassified",
-             fmt::format("torch-mspti: {} launches known only from MSPTI's external-correlation hint had no device "
-                         "record once every row was due, and stop() did not wait longer: without API records "
-                         "their class is unknown, and they are likely copies, which this session does not "
-                         "collect (set enable_api_records=True, so stop() knows which launches to wait for)",
-                         drain.pendingLaunches));
-  else if (drain.pendingLaunches > 0)
-    warnOnce("pending", fmt::format("torch-mspti: {} launches of this session have no device record (drain: {})",
-                                    drain.pendingLaunches, drain.exitReason));
-  if (counters_.outOfWindow > 0)
-    warnOnce("window", fmt::format("torch-mspti: {} device records were dropped: their launch lies outside the "
-                                   "profiling window",
-                                   counters_.outOfWindow));
-  if (counters_.overCap > 0)
-    warnOnce("over-cap", fmt::format("torch-mspti: {} records were dropped: this session reached "
-                                     "max_session_records={} (raise it, or profile a shorter window)",
-                                     counters_.overCap, deps_.config.maxSessionRecords));
-  if (counters_.staleRecords > 0)
-    warnOnce("stale", fmt::format("torch-mspti: {} records of an earlier session arrived in this one and were dropped",
-                                  counters_.staleRecords));
-  const CorrelationLedger& ledger = store_->ledger();
-  const uint64_t copyCalls = ledger.apiCalls(LaunchClass::kMemcpy) + ledger.apiCalls(LaunchClass::kMemset);
-  const uint64_t copyRecords =
-      store_->recordsByKind()[MSPTI_ACTIVITY_KIND_MEMCPY] + store_->recordsByKind()[MSPTI_ACTIVITY_KIND_MEMSET];
-  if (!copiesNote_.empty() && copyCalls > 0 && copyRecords == 0 && deps_.stats && deps_.stats->firstTime("copies"))
-    warnOnce("copies", fmt::format("torch-mspti: the program made {} memory copy/memset calls but the trace has no "
-                                   "copy rows: {}",
-                                   copyCalls, copiesNote_));
-  if (hostClock_->kind() == HostClock::Kind::kUntrusted)
-    warnOnce("clock", "torch-mspti: MSPTI's API records are on an unknown host clock: no link could be verified");
-  warnAboutLinks();
 }
 
-void MsptiActivityProfilerSession::warnAboutLinks() {
-  // Decided here, from the launches and the op log, because kineto reads the health report
-  // (getMetadata) before processTrace resolves each row's link (kineto.md 1.3 step 4b): the
-  // trace's report and diagnostics() must carry the same warnings.
+SessionFacts MsptiActivityProfilerSession::facts() const {
+  SessionFacts f;
+  f.bufferPoolCap = deps_.config.bufferPoolCap;
+  f.drainTimeoutMs = deps_.config.drainTimeoutMs;
+  f.maxSessionRecords = deps_.config.maxSessionRecords;
+  f.libraryPreloaded = libraryIsPreloaded();
+  f.preloadHint = preloadHint();
+  f.peerPresent = deps_.peer.present;
+  f.peerDescription = deps_.peer.description;
+  f.failureCause = failureCause_;
+  f.kernelsNotEnabled = kernelsNotEnabled_;
+  f.buffersDeclined = counters_.buffersDeclined;
+  if (drain_) {
+    f.drainExitReason = drain_->exitReason;
+    f.drainEvidence = drain_->evidence;
+    f.drainOrder = drain_->order;
+    f.pendingLaunches = drain_->pendingLaunches;
+  }
+  f.outOfWindow = counters_.outOfWindow;
+  f.overCap = counters_.overCap;
+  f.staleRecords = counters_.staleRecords;
+  f.copiesNote = copiesNote_;
+  f.clockUntrusted = hostClock_ && hostClock_->kind() == HostClock::Kind::kUntrusted;
+  if (store_) {
+    f.kernelRecords = store_->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL];
+    const CorrelationLedger& ledger = store_->ledger();
+    const uint64_t copyCalls = ledger.apiCalls(LaunchClass::kMemcpy) + ledger.apiCalls(LaunchClass::kMemset);
+    const uint64_t copyRecords =
+        store_->recordsByKind()[MSPTI_ACTIVITY_KIND_MEMCPY] + store_->recordsByKind()[MSPTI_ACTIVITY_KIND_MEMSET];
+    if (!copiesNote_.empty() && copyCalls > 0 && copyRecords == 0) f.copyCallsWithoutRows = copyCalls;
+  }
+  // Links are decided here, from the launches and the op log, because kineto reads the health
+  // report (getMetadata) before processTrace resolves each row's link (kineto.md 1.3 step 4b).
   std::unordered_set<uint32_t> opThreads;
   for (const ThreadOps& t : opLog_)
     if (!t.ids.empty()) opThreads.insert(t.threadId);
-  uint64_t rows = 0, fromOpLessThreads = 0, withoutApiRecord = 0;
+  f.opThreads = opThreads.size();
   for (const Launch& l : launches_.launches) {
-    rows += l.rowCount;
-    if (l.call && l.callTrusted && opThreads.count(l.call->threadId) == 0) fromOpLessThreads += l.rowCount;
-    if (!l.call && (l.opHint || l.userHint)) withoutApiRecord += l.rowCount;
+    f.deviceRows += l.rowCount;
+    if (l.call && l.callTrusted && opThreads.count(l.call->threadId) == 0) f.rowsFromOpLessThreads += l.rowCount;
+    if (!l.call && (l.opHint || l.userHint)) f.rowsWithoutApiRecord += l.rowCount;
   }
-  if (rows > 0 && fromOpLessThreads * 2 > rows)
-    warnOnce("task-queue",
-             fmt::format("torch-mspti: {} of {} device rows were launched from threads that ran no op torch "
-                         "recorded: they are shown on their launch thread's lane and credited to no op. With "
-                         "torch_npu's task queue set TASK_QUEUE_ENABLE=0; for threads of your own, profile with "
-                         "experimental_config=torch._C._profiler._ExperimentalConfig(profile_all_threads=True)",
-                         fromOpLessThreads, rows));
-  if (withoutApiRecord == 0) return;
-  // Without API records only MSPTI's hint is left; whether another thread could have been on top
-  // of MSPTI's stack needs the ops' times, known at processTrace. One thread running ops rules it
-  // out for every row.
-  if (opThreads.size() <= 1)
-    warnOnce("unverified", fmt::format("torch-mspti: {} device rows are linked by MSPTI's hint alone (no API "
-                                       "records): right for launches from the op's own thread, wrong for launches "
-                                       "from a thread that runs no op (torch_npu's task queue, a housekeeping "
-                                       "thread); set enable_api_records=True to verify each link",
-                                       withoutApiRecord));
-  else
-    warnOnce("ambiguous", fmt::format("torch-mspti: {} device rows have no API record while {} threads ran ops: "
-                                      "MSPTI's hint cannot be verified, and rows whose op ran while another thread "
-                                      "ran ops are left unlinked (each row's link argument says which); set "
-                                      "enable_api_records=True",
-                                      withoutApiRecord, opThreads.size()));
+  return f;
+}
+
+void MsptiActivityProfilerSession::reportFindings() {
+  SessionFacts f = facts();
+  // The copies note is said once per process, not once per session.
+  if (f.copyCallsWithoutRows > 0 && !(deps_.stats && deps_.stats->firstTime("copies"))) f.copyCallsWithoutRows = 0;
+  for (const FindingHit& hit : findingsFor(f)) warnOnce(hit.info->name, hit.message);
 }
 
 std::vector<std::string> MsptiActivityProfilerSession::errors() { return errors_; }
@@ -536,7 +507,8 @@ SessionReport MsptiActivityProfilerSession::report() const {
   SessionReport r;
   r.state = state_;
   r.errors = errors_;
-  r.warnings = warned_;
+  for (const auto& given : findings_) r.warnings.push_back(given.first);
+  r.findings = findings_;
   for (auto k : enabledKinds_) r.enabledKinds.push_back(kindName(k));
   r.notCollected = notCollected_;
   r.hostClock = hostClock_ ? hostClock_->name() : "";

@@ -43,6 +43,7 @@
 #include "MsptiLibrary.h"
 #include "PeerBackends.h"
 #include "RecordStore.h"
+#include "SessionFindings.h"
 #include "SessionStats.h"
 #include "TorchCompat.h"
 
@@ -125,10 +126,23 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   bool subscribe();                  // constructor's body
   void reclaimCallbacks() noexcept;  // registers our buffer callbacks again (once per request)
   bool arm();                        // start()'s body; false when collection could not start
-  void collect();                    // stop()'s body
-  // The link warnings (task queue, hint-only links), decided at stop from the launches and the op
-  // log, so that the health report kineto embeds before processTrace already has them.
-  void warnAboutLinks();
+  // stop()'s body and its stages, in the order collect() runs them.
+  void collect();
+  struct DeviceSync {
+    bool idle = false;  // every device that may hold the session's work is idle
+    double ms = 0;      // time spent waiting
+  };
+  bool stopInForkedChild();                      // true: stopped without calling MSPTI (a forked child)
+  void retakeFromPeer();                         // a peer backend's stop() disabled our kinds: enable them again
+  DeviceSync synchronizeDevicesSeen();           // synchronize_devices: wait for the devices first
+  void disarmForwarder();                        // no op pushes ids from here; the op log is taken
+  int64_t drainLibrary(const DeviceSync& sync);  // DrainPolicy; returns when MSPTI was disabled (ns)
+  void takeCounters();                           // this session's share of the pool's and forwarder's counters
+  void buildLaunches(int64_t disabledAt);        // HostClock, LaunchTable; the stale watermark moves up
+  // What the findings table reads (SessionFindings.h), from the stages above; and the warnings it
+  // gives, decided at stop so that the health report kineto embeds before processTrace has them.
+  SessionFacts facts() const;
+  void reportFindings();
   // Ends the report: state processed (unless failed), status READY. Called by getMetadata, which
   // kineto calls before processTrace and whose report the trace keeps as read.
   void finish();
@@ -144,7 +158,9 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   const MsptiFunctions* fns_ = nullptr;
   SessionState state_ = SessionState::kConfigured;
   std::vector<std::string> errors_;
-  std::vector<std::string> warned_;        // keys of warnings given
+  std::vector<std::pair<std::string, std::string>> findings_;  // (name, message) of each finding given
+  std::string failureCause_;               // why the session could not collect ("" when it did not fail)
+  bool kernelsNotEnabled_ = false;         // msptiActivityEnable(KERNEL) failed at start
   std::string copiesNote_;                 // why MEMCPY/MEMSET cannot deliver ("" when they can)
   bool predates26_ = false;                // Enable(RUNTIME_API) said the kind is unknown: a library before 26.0
   std::string lastEnableNote_;             // the note of the latest enable() ("" when fine)
@@ -160,6 +176,7 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   PoolCounters poolAtStart_;
   SessionCounters forwarderAtStart_;
   uint32_t generation_ = 0;
+  uint64_t highestId_ = 0;  // the session's highest correlation id (CorrelationLedger watermark)
   std::vector<ThreadOps> opLog_;
   SessionCounters counters_;
   std::optional<DrainStats> drain_;

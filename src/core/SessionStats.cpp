@@ -126,6 +126,10 @@ void writeReport(ReportWriter& w, const SessionReport& r, bool tracePhase) {
   w.beginArray("warnings");
   for (const auto& e : r.warnings) w.value(nullptr, e);
   w.endArray();
+  w.beginArray("findings");
+  for (const auto& [name, message] : r.findings)
+    w.beginObject().value("name", name).value("message", message).endObject();
+  w.endArray();
   w.beginArray("enabled_kinds");
   for (const auto& k : r.enabledKinds) w.value(nullptr, k);
   w.endArray();

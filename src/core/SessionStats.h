@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mspti/mspti_activity.h>
@@ -42,7 +43,9 @@ const char* sessionStateName(SessionState s);
 struct SessionReport {
   SessionState state = SessionState::kConfigured;
   std::vector<std::string> errors;
-  std::vector<std::string> warnings;  // what the session warned about (each at most once)
+  std::vector<std::string> warnings;  // names of the findings the session warned about (each once)
+  // The same findings with their messages, in the order given (SessionFindings.h).
+  std::vector<std::pair<std::string, std::string>> findings;
   std::vector<std::string> enabledKinds;
   // Device kinds the session asked for but could not enable, each "<KIND>: why, and what is
   // missing from the trace" (e.g. COMMUNICATION on an MSPTI before 8.2: no collective rows).

@@ -37,7 +37,7 @@ import atexit as _atexit  # noqa: E402
 from . import _C, _device_properties, _torch_compat, _warn  # noqa: E402
 from ._paths import simulator_generations, simulator_library  # noqa: E402
 from .config import config  # noqa: E402
-from .diagnostics import Diagnostics, diagnostics, link_states  # noqa: E402
+from .diagnostics import Diagnostics, diagnostics, findings, link_states  # noqa: E402
 
 __version__ = _C.__version__
 
@@ -45,6 +45,7 @@ __all__ = [
     "config",
     "diagnostics",
     "Diagnostics",
+    "findings",
     "link_states",
     "use_library",
     "simulator_library",

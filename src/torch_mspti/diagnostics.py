@@ -35,15 +35,8 @@ from typing import Any
 
 from . import _C, _torch_compat
 
-# The link states of a device row that leave it unlinked (README "Links: what an arrow means"), and
-# what the session's link warnings (by key) say about a low linked ratio.
-_LINK_WARNINGS = {
-    "task-queue": "most rows came from threads that ran no op torch recorded (a task queue: set TASK_QUEUE_ENABLE=0; "
-    "threads of your own: profile_all_threads=True)",
-    "unverified": "without API records links follow MSPTI's hint unchecked: set enable_api_records=True",
-    "ambiguous": "without API records links cannot be verified while threads run ops: set enable_api_records=True",
-    "clock": "MSPTI's API records are on an unknown host clock: no link could be verified",
-}
+# The findings that explain a low linked ratio (their fixes come from the findings table).
+_LINK_FINDINGS = ("task-queue", "unverified", "ambiguous", "clock")
 
 
 @dataclass(frozen=True)
@@ -155,7 +148,8 @@ class Diagnostics:
                 + (f", unlinked: {unlinked}" if unlinked else "")
                 + f", drain {drain_text}, {0 if drain is None else drain.pending_launches} pending"
             )
-            why = [_LINK_WARNINGS[w] for w in last.warnings if w in _LINK_WARNINGS]
+            fixes = {f["name"]: f["fix"] for f in findings()}
+            why = [f"{w}: {fixes[w]}" for w in last.warnings if w in _LINK_FINDINGS]
             if why:
                 session_line += "\n  links: " + "; ".join(why)
         return "\n".join(["torch_mspti.Diagnostics(", "  " + lib_line, "  " + plugin_line, "  " + session_line, ")"])
@@ -166,6 +160,16 @@ def link_states() -> list[dict[str, Any]]:
     row's ``args.link`` in the trace and the key of its ``links`` counter), ``linked`` (the row is
     credited to an op) and ``meaning``. README "Links: what an arrow means" explains them."""
     return [dict(s) for s in _C.link_states()]
+
+
+def findings() -> list[dict[str, Any]]:
+    """What a session can tell its user, highest priority first (the plugin's findings table,
+    src/core/SessionFindings.h): ``name`` (the key in ``last_session.warnings`` and in the trace's
+    health report ``findings``), ``group`` (findings of one non-empty group exclude each other:
+    the drain's explain the same pending launches, so only the first that holds is given) and
+    ``fix`` (one line). A session's own findings, with their full messages, are
+    ``diagnostics().last_session.findings``."""
+    return [dict(f) for f in _C.findings()]
 
 
 def diagnostics(load_library: bool = True) -> Diagnostics:

@@ -50,6 +50,10 @@ def explain(report) -> tuple[bool, str]:
         for w in report.warnings:
             if w.rule == rule:
                 return (False, w.message) if rule == "launches-pending" else (True, f"{line}, but {w.message}")
+    # The session's own findings (its findings table, highest priority first), as it warned them.
+    told = _health.findings(report.health)
+    if told:
+        return True, f"{line}, but the session found {told[0]['name']}: {told[0]['message']}"
     if isinstance(drain, dict) and drain.get("exit_reason"):
         line += f"; the drain ended {drain['exit_reason']} with nothing pending"
     return True, line

@@ -20,6 +20,7 @@ _KNOWN = (
     "library",
     "state",
     "errors",
+    "findings",
     "enabled_kinds",
     "not_collected",
     "records",
@@ -161,6 +162,8 @@ def summary_rows(health: dict) -> list[tuple[str, str]]:
         rows += [("error", generic(e)) for e in errors]
     elif errors is not None:
         rows.append(("errors", generic(errors)))
+    told = findings(health)
+    rows += [("finding", f"{f['name']}: {f['message']}") for f in told]
     if "enabled_kinds" in health:
         rows.append(("enabled kinds", generic(health["enabled_kinds"])))
     missing = health.get("not_collected")
@@ -178,6 +181,8 @@ def summary_rows(health: dict) -> list[tuple[str, str]]:
         rows.append(("capabilities", generic(health["capabilities"])))
     scalars = {k: v for k, v in health.items() if k not in _KNOWN and not isinstance(v, (dict, list))}
     for key, value in health.items():
+        if key == "warnings" and told:
+            continue  # the findings above name the same warnings, with their messages
         if key not in _KNOWN and isinstance(value, (dict, list)):
             rows.append((key.replace("_", " "), counted(value)))
     counters = {k: v for k, v in scalars.items() if _num(v) is not None}
@@ -185,6 +190,18 @@ def summary_rows(health: dict) -> list[tuple[str, str]]:
         rows.append(("other counters", counted(counters)))
     rows += [(k.replace("_", " "), generic(v)) for k, v in scalars.items() if k not in counters]
     return rows
+
+
+def findings(health: Any) -> list[dict[str, str]]:
+    """The session's findings in a health report (``[{"name", "message"}]``, highest priority
+    first, each message without its ``torch-mspti:`` prefix); [] for a report without them (one
+    written before findings existed lists only their names, under ``warnings``)."""
+    raw = health.get("findings") if isinstance(health, dict) else None
+    out = []
+    for f in raw if isinstance(raw, list) else []:
+        if isinstance(f, dict) and isinstance(f.get("name"), str) and isinstance(f.get("message"), str):
+            out.append({"name": f["name"], "message": f["message"].removeprefix("torch-mspti: ")})
+    return out
 
 
 def pending_launches(health: dict) -> int:
