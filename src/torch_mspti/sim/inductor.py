@@ -16,13 +16,12 @@ idempotent and takes a lock; the generated code is as thread-safe as inductor's.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
-import sys
 import threading
 import time
 
 import torch
+
+from ._after_import import call_after_import
 
 __all__ = ["install", "register", "launch_compiled_kernel", "UNSUPPORTED_HINT"]
 
@@ -34,37 +33,10 @@ _registered = False
 _TRIGGER = "torch._inductor.compile_fx"
 
 
-class _RegisterAfterImport(importlib.abc.MetaPathFinder):
-    """Finds _TRIGGER with the other finders and runs register() right after the module executed."""
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != _TRIGGER:
-            return None
-        sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        inner = spec.loader
-
-        class _Loader(importlib.abc.Loader):
-            def create_module(self, spec):
-                return inner.create_module(spec)
-
-            def exec_module(self, module):
-                inner.exec_module(module)
-                register()
-
-        spec.loader = _Loader()
-        return spec
-
-
 def install() -> None:
     """Make torch.compile's inductor serve the device ``npu`` (torch_mspti.sim.enable() calls this):
     registers now when inductor is already imported, else as soon as it is."""
-    if _TRIGGER in sys.modules:
-        register()
-    elif not any(isinstance(f, _RegisterAfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _RegisterAfterImport())
+    call_after_import(_TRIGGER, register)
 
 
 def launch_compiled_kernel(name: str, device: int, kernel, *args) -> None:
