@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-DOCS = ("mspti.md", "kineto.md")
+DOCS = ("mspti.md", "kineto.md", "torch_npu.md")
 
 # Directories never scanned when walking the tree without git (build output, environments).
 _SKIP_DIRS = {".git", "build", "dist", "__pycache__", ".venv", "venv", "node_modules", ".eggs"}
@@ -36,7 +36,7 @@ _FIRST = rf"(?P<sect>§|section\b)?[ \t]*(?P<num>{_NUM})?"
 _MORE = rf"(?:[ \t]*(?:,|;|\band\b|-|–)[ \t]*(?:§[ \t]*)?{_NUM}(?![\w]))"
 _QUAL = r"(?:,?[ \t]+(?:item|step)[ \t]+\d+)"
 _CITE = re.compile(
-    rf"(?<![\w/-])(?P<prefix>[\w./-]*/)?(?P<doc>mspti|kineto)\.md"
+    rf"(?<![\w/-])(?P<prefix>[\w./-]*/)?(?P<doc>mspti|kineto|torch_npu)\.md"
     rf"(?P<tail>{_GAP}{_FIRST}(?:{_QUAL}|{_MORE})*)"
 )
 _TAIL_PART = re.compile(rf"(?P<num>{_NUM})(?:,?[ \t]+(?:item|step)[ \t]+(?P<item>\d+))?")
@@ -47,6 +47,7 @@ BARE_SECTION_FILES = {
     "src/sim/README.md": "mspti.md",
     "docs/mspti.md": "mspti.md",  # cross-references inside the fact sheets
     "docs/kineto.md": "kineto.md",
+    "docs/torch_npu.md": "torch_npu.md",
 }
 _HEADING = re.compile(rf"^#{{2,4}}[ \t]+(?P<num>{_NUM})\.?[ \t]", re.M)
 _LIST_ITEM = re.compile(r"^[ \t]*(?P<n>\d+)\.[ \t]", re.M)
@@ -272,6 +273,7 @@ def test_tree_walk_without_git_finds_the_same_citations(tmp_path):
     docs.mkdir()
     (docs / "mspti.md").write_text("## 2. Functions\n", encoding="utf-8")
     (docs / "kineto.md").write_text("## 1. Registration\n", encoding="utf-8")
+    (docs / "torch_npu.md").write_text("## 1. Allocator\n", encoding="utf-8")
     (tmp_path / "a.h").write_text(f"// {_M} 2\n// {_M} 5\n", encoding="utf-8")
     (tmp_path / "lib.so").write_bytes(b"\0\0" + _M.encode() + b" 5")
     count, problems = scan_repo(tmp_path)

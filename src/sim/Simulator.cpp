@@ -37,7 +37,7 @@ Simulator::Simulator()
       parser_(ParserContext{options_, counters_, switches_, subscriber_, buffers_, hostRecords_}),
       delivery_([this](const PendingRecord& record) { parser_.write(record); }),
       launcher_(LaunchContext{options_, counters_, environment_, switches_, subscriber_, externalCorrelation_,
-                              timeline_, deviceClock_, ids_, hostRecords_, delivery_}),
+                              timeline_, deviceClock_, ids_, hostRecords_, delivery_, parser_}),
       runtime_(options_, launcher_, hostRecords_, names_, environment_) {}
 
 msptiResult Simulator::subscribe(msptiSubscriberHandle* handle, msptiCallbackFunc callback, void* userdata) {

@@ -50,6 +50,29 @@ void TaskLauncher::writeRuntimeCalls(const char* const* names, size_t nameCount,
   }
 }
 
+void TaskLauncher::writeAtCallEnd(const DeviceTask& task, uint64_t correlationId, uint64_t epoch, uint64_t startNs,
+                                  bool withExternals) {
+  PendingRecord record{};
+  record.epoch = epoch;
+  record.record = task.prototype;
+  record.endNs = realtimeNs();
+  record.dueNs = record.endNs;
+  // Host span of the call; the device clock does not apply (no device timestamp is involved).
+  setTiming(record.record, startNs, record.endNs);
+  setPlacement(record.record, ctx_.environment.physicalDevice(task.device), task.stream, correlationId);
+  if (withExternals) {
+    for (const auto& [externalKind, top] : ctx_.externalCorrelation.tops(ctx_.options.flag(Option::kPerThreadStacks))) {
+      if (record.externalCount < PendingRecord::kMaxExternals) {
+        record.externalKinds[record.externalCount] = externalKind;
+        record.externalIds[record.externalCount] = top;
+        ++record.externalCount;
+      }
+    }
+  }
+  // Same checks as a device record (kind still on at the end of the call, same subscription).
+  ctx_.parser.write(record);
+}
+
 uint64_t TaskLauncher::launch(const DeviceTask& task) {
   if (task.count == 0) {
     return MSPTI_INVALID_CORRELATION_ID;
@@ -81,6 +104,10 @@ uint64_t TaskLauncher::launch(const DeviceTask& task) {
     // record, which only appears once the device reports (mspti.md 5.4).
     ctx_.hostRecords.writeExternalCorrelations(correlationId);
   }
+  // The interposed ACL memory call takes the copy's start after minting, just before the runtime
+  // call, on the host clock MSPTI uses for its own records (CLOCK_REALTIME, mspti.md 5.7).
+  const bool copyAtCallEnd = kind == MSPTI_ACTIVITY_KIND_MEMCPY && ctx_.options.flag(Option::kCopiesAtCallEnd);
+  const uint64_t copyStart = realtimeNs();
 
   const uint64_t earliestStart = realtimeNs() + static_cast<uint64_t>(ctx_.options.get(Option::kLaunchLatencyNs));
   const std::vector<TaskSlot> slots =
@@ -95,6 +122,8 @@ uint64_t TaskLauncher::launch(const DeviceTask& task) {
   } else if (minted && (!deviceReports(kind) || neverDeliver)) {
     // Nothing reads the device's data, so it never reaches MSPTI (counted so that a test can tell).
     SimCounters::add(ctx_.counters.recordsDropped, slots.size());
+  } else if (minted && copyAtCallEnd) {
+    // written below, when the call returns
   } else if (minted) {
     const uint64_t delay = static_cast<uint64_t>(ctx_.options.get(Option::kDeliveryDelayNs));
     const uint32_t physical = ctx_.environment.physicalDevice(task.device);
@@ -126,6 +155,9 @@ uint64_t TaskLauncher::launch(const DeviceTask& task) {
 
   if (task.hostWaits && !slots.empty()) {
     sleepUntilRealtimeNs(slots.back().end);
+  }
+  if (minted && kindOn && copyAtCallEnd && deviceReports(kind) && !neverDeliver) {
+    writeAtCallEnd(task, correlationId, epoch, copyStart, reorderExternal);
   }
   if (subscribed) {
     ctx_.hostRecords.writeApi(task.apiName, hostStart, ctx_.hostRecords.apiNow());

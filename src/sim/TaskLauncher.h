@@ -12,6 +12,8 @@
 //     reports them (DeviceClock, option early_start_every);
 //  3. a synchronous call waits for its last task to end;
 //  4. while subscribed, the call's API record (DeviceTask::apiName) with its host span.
+// A copy's MEMCPY record is not a device record (option copies_at_call_end, default on): the
+// interposed ACL call writes it itself at its end, spanning the host call (mspti.md 5.7).
 #pragma once
 
 #include <atomic>
@@ -23,6 +25,7 @@
 #include "DeliveryThread.h"
 #include "DeviceClock.h"
 #include "DeviceRecord.h"
+#include "DeviceRecordParser.h"
 #include "DeviceTimeline.h"
 #include "Environment.h"
 #include "ExternalCorrelation.h"
@@ -61,6 +64,7 @@ struct LaunchContext {
   CorrelationIds& ids;
   HostRecords& hostRecords;
   DeliveryThread& delivery;
+  DeviceRecordParser& parser;  // writes a record into the buffer now (copies at their call's end)
 };
 
 class TaskLauncher {
@@ -79,6 +83,10 @@ class TaskLauncher {
   void reportTiming(DeviceRecord& record, const TaskSlot& slot) const;
   // `count` runtime-call API records from `names` (cycled), each a call of its own.
   void writeRuntimeCalls(const char* const* names, size_t nameCount, uint32_t count);
+  // A copy's MEMCPY record over [startNs, now] (host clock), written into the buffer now, with
+  // the held-back external records when `withExternals` (option reorder_external).
+  void writeAtCallEnd(const DeviceTask& task, uint64_t correlationId, uint64_t epoch, uint64_t startNs,
+                      bool withExternals);
 
   LaunchContext ctx_;
 };

@@ -5,6 +5,7 @@
 // Not thread-safe: one Call belongs to one op execution on one thread.
 #pragma once
 
+#include "NpuSimRuntime.h"
 #include "NpuSimTensor.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -22,6 +23,8 @@ namespace torch_mspti::sim {
 // State of one op execution: the npu tensors that went in, their aliases, and the storages results
 // may alias.
 struct Call {
+  // The op's CPU allocations on this thread are blocks of `device` while the Call lives.
+  OpMemoryScope memory_scope{&device};
   std::vector<std::pair<at::Tensor, at::Tensor>> swapped;  // (npu original, cpu alias)
   std::unordered_map<const void*, c10::Storage> npu_storage_by_base;
   std::unordered_map<const void*, bool> cpu_input_bases;

@@ -1,8 +1,10 @@
 // Control surface of the simulated NPU for Python: torch.ops.npu_sim.* (the library is loaded with
 // torch.ops.load_library, so plain ops are its only entry points).
+#include "NpuSimCall.h"
 #include "NpuSimRuntime.h"
 
 #include <ATen/core/dispatch/ObservedOperators.h>
+#include <ATen/record_function.h>
 #include <torch/library.h>
 
 #include <string>
@@ -20,9 +22,27 @@ namespace {
 // listed before any static initializer of this library runs (priority constructors run first).
 __attribute__((constructor(101))) void register_unobserved_ops() {
   auto& unobserved = c10::ObservedOperators::getUnobservedOperatorList();
-  for (const char* op : {"configure", "is_configured", "launch_mode", "device_count", "current_device", "set_device",
-                         "current_stream", "set_stream", "synchronize", "drain", "counters", "launch_communication",
-                         "communication_stream", "device_properties", "empty_cache", "cpu_alias"})
+  for (const char* op : {"configure",
+                         "is_configured",
+                         "launch_mode",
+                         "device_count",
+                         "current_device",
+                         "set_device",
+                         "current_stream",
+                         "set_stream",
+                         "synchronize",
+                         "drain",
+                         "counters",
+                         "launch_communication",
+                         "communication_stream",
+                         "device_properties",
+                         "empty_cache",
+                         "cpu_alias",
+                         "memory_stats",
+                         "reset_peak_memory_stats",
+                         "block_size",
+                         "event_elapsed_ms",
+                         "launch_kernel"})
     unobserved.insert(std::string("npu_sim::") + op);
 }
 
@@ -86,6 +106,38 @@ std::tuple<std::string, int64_t, int64_t, int64_t, int64_t> device_properties_op
 
 void empty_cache_op() { empty_cache(); }
 
+// [allocated, reserved, peak_allocated, peak_reserved, allocation_count, free_count] in bytes/counts
+std::vector<int64_t> memory_stats_op(int64_t device) {
+  const MemoryStats s = memory_stats(static_cast<c10::DeviceIndex>(device));
+  return {static_cast<int64_t>(s.allocated),        static_cast<int64_t>(s.reserved),
+          static_cast<int64_t>(s.peak_allocated),   static_cast<int64_t>(s.peak_reserved),
+          static_cast<int64_t>(s.allocation_count), static_cast<int64_t>(s.free_count)};
+}
+void reset_peak_memory_stats_op(int64_t device) { reset_peak_memory_stats(static_cast<c10::DeviceIndex>(device)); }
+// Elapsed ms between two recorded events given by torch.Event.event_id (the DeviceGuardImpl's event
+// pointer): torch.Event.elapsed_time accepts only an exact torch.Event as its peer, not torch.npu.Event.
+double event_elapsed_ms_op(int64_t start_id, int64_t end_id) {
+  TORCH_CHECK(start_id != 0 && end_id != 0, "simulated NPU: both events must be recorded before elapsed_time()");
+  return event_elapsed_ms(reinterpret_cast<SimEvent*>(start_id), reinterpret_cast<SimEvent*>(end_id));
+}
+// A kernel of a torch.compile'd graph that ran on the host (torch_mspti.sim.inductor): one kernel
+// `name` (AIVEC, as inductor's fused pointwise/reduction kernels are vector work) on the current
+// stream of `device`, lasting `measured_ns` under the duration model, launched inside a
+// RecordFunction named after it (the op the trace links the kernel to). The op itself is unobserved.
+void launch_kernel_op(const std::string& name, int64_t device, int64_t measured_ns) {
+  TORCH_CHECK(!name.empty(), "simulated NPU: launch_kernel needs a kernel name");
+  TORCH_CHECK(measured_ns >= 0, "simulated NPU: launch_kernel measured_ns must be >= 0, got ", measured_ns);
+  const auto index = static_cast<c10::DeviceIndex>(device);
+  check_device(index);
+  const char* interned = intern(name);
+  RECORD_FUNCTION(interned, std::vector<c10::IValue>{});
+  launch_op_kernels(index, {KernelRun{KernelInfo{interned, "KERNEL_AIVEC", true}, static_cast<uint64_t>(measured_ns)}});
+}
+int64_t block_size_op(int64_t nbytes) {
+  TORCH_CHECK(nbytes >= 0, "simulated NPU: block_size of a negative size ", nbytes);
+  return static_cast<int64_t>(round_block_size(static_cast<uint64_t>(nbytes)));
+}
+
 // [ops, launches, kernels, housekeeping, queued_max_depth]
 std::vector<int64_t> counters_op() {
   const DeviceCounters c = counters();
@@ -117,6 +169,11 @@ TORCH_LIBRARY(npu_sim, m) {
   m.def("communication_stream(int device) -> int", &communication_stream_op);
   m.def("device_properties(int device) -> (str, int, int, int, int)", &device_properties_op);
   m.def("empty_cache() -> ()", &empty_cache_op);
+  m.def("memory_stats(int device) -> int[]", &memory_stats_op);
+  m.def("reset_peak_memory_stats(int device) -> ()", &reset_peak_memory_stats_op);
+  m.def("block_size(int nbytes) -> int", &block_size_op);
+  m.def("event_elapsed_ms(int start_id, int end_id) -> float", &event_elapsed_ms_op);
+  m.def("launch_kernel(str name, int device, int measured_ns) -> ()", &launch_kernel_op);
 }
 
 }  // namespace torch_mspti::sim

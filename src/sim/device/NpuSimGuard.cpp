@@ -8,9 +8,6 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
-#include <malloc.h>
-
-#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -19,39 +16,20 @@ namespace torch_mspti::sim {
 namespace {
 
 constexpr c10::DeviceType kNpu = c10::DeviceType::PrivateUse1;
-constexpr int kMaxDevices = 16;
+void free_block(void* p) { free_device_block(p); }
 
-// One deleter per device, so that a free is accounted to the device it was allocated on (the
-// DataPtr context is the data pointer itself, as c10::Allocator::raw_allocate requires).
-template <int Device>
-void free_on_device(void* p) {
-  if (p == nullptr) return;
-  note_free(static_cast<c10::DeviceIndex>(Device), malloc_usable_size(p));
-  std::free(p);
-}
-template <int... Devices>
-constexpr std::array<c10::DeleterFnPtr, sizeof...(Devices)> deleters(std::integer_sequence<int, Devices...>) {
-  return {&free_on_device<Devices>...};
-}
-constexpr auto kFreeOnDevice = deleters(std::make_integer_sequence<int, kMaxDevices>{});
-
-// Device memory is plain host memory, 64-byte aligned; the DataPtr carries the device index.
+// Device memory is plain host memory, 64-byte aligned, one block per allocation as torch_npu's
+// caching allocator sizes it (NpuSimMemory.cpp); the DataPtr carries the device index and, as
+// c10::Allocator::raw_allocate requires, the data pointer as its context. A free is accounted to
+// the device the block was allocated on.
 class HostBackedAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
     const c10::DeviceIndex dev = current_device();
-    void* p = nullptr;
-    if (nbytes > 0) {
-      const size_t rounded = (nbytes + 63) / 64 * 64;
-      p = std::aligned_alloc(64, rounded);
-      TORCH_CHECK(p != nullptr, "simulated NPU: out of memory allocating ", nbytes, " bytes");
-      note_allocation(dev, malloc_usable_size(p));
-    }
-    return {p, p, kFreeOnDevice.at(static_cast<size_t>(dev)), c10::Device(kNpu, dev)};
+    void* p = allocate_device_block(dev, nbytes);
+    return {p, p, &free_block, c10::Device(kNpu, dev)};
   }
-  // raw_allocate() allocates on the current device; its raw_deallocate() is accounted to the
-  // device current then.
-  c10::DeleterFnPtr raw_deleter() const override { return kFreeOnDevice.at(static_cast<size_t>(current_device())); }
+  c10::DeleterFnPtr raw_deleter() const override { return &free_block; }
   void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
 };
 
@@ -178,6 +156,21 @@ Registrar g_registrar;
 }  // namespace
 
 c10::Allocator* device_allocator() { return &g_allocator; }
+
+void* allocate_device_block(c10::DeviceIndex device, size_t nbytes) {
+  if (nbytes == 0) return nullptr;
+  const uint64_t block = round_block_size(nbytes);
+  void* p = std::aligned_alloc(64, (block + 63) / 64 * 64);
+  TORCH_CHECK(p != nullptr, "simulated NPU: out of memory allocating ", nbytes, " bytes");
+  note_allocation(device, p, block);
+  return p;
+}
+
+void free_device_block(void* ptr) {
+  if (ptr == nullptr) return;
+  note_free(ptr);
+  std::free(ptr);
+}
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);

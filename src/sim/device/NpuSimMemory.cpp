@@ -1,26 +1,42 @@
-// The simulated NPU allocator's bookkeeping, as torch_npu's caching allocator behaves towards the
-// runtime: device memory comes in reserved segments (2 MiB steps) obtained with aclrtMalloc when
-// the live bytes outgrow them, kept when tensors are freed, and given back with aclrtFree only by
-// empty_cache(). So allocation runtime calls are rare, as on hardware, not one per tensor. The
-// first allocation on a device, and every housekeeping_every-th, also launches a housekeeping
-// kernel from a thread that runs no op. See NpuSimRuntime.h.
+// The simulated NPU allocator's bookkeeping, modelled on torch_npu's caching allocator (its sizes,
+// its statistics, its reports; docs/torch_npu.md 1):
+//  * each allocation is a block of round_block_size(nbytes) bytes: nbytes plus 32 bytes of padding,
+//    rounded up to 512 (at least 512);
+//  * device memory comes in reserved segments (2 MiB steps) obtained with aclrtMalloc when the
+//    allocated bytes outgrow them, kept when blocks are freed, and given back with aclrtFree only
+//    by empty_cache(). So allocation runtime calls are rare, as on hardware, not one per tensor;
+//  * every allocation and free is reported to torch's profiler (c10::reportMemoryUsageToProfiler
+//    with the npu device, the device's allocated and reserved bytes after the change), so
+//    profile_memory=True records npu memory; real torch_npu reports to its own profiler instead
+//    (docs/torch_npu.md 1).
+// The first allocation on a device, and every housekeeping_every-th, also launches a housekeeping
+// kernel from a thread that runs no op. See NpuSimRuntime.h. Thread-safe.
 #include "NpuSimRuntime.h"
+
+#include <c10/core/Allocator.h>
 
 #include <algorithm>
 #include <array>
 #include <mutex>
+#include <unordered_map>
 
 namespace torch_mspti::sim {
 namespace {
 
 constexpr uint64_t kSegmentBytes = 2ull << 20;
+constexpr uint64_t kMinBlockBytes = 512;
+constexpr uint64_t kPadBytes = 32;
 constexpr int kMaxDevices = 16;
 
 struct DevicePool {
   std::mutex mu;
-  uint64_t live = 0;      // bytes of live tensors
-  uint64_t reserved = 0;  // bytes of segments held from the runtime
-  uint64_t allocations = 0;
+  MemoryStats stats;
+  uint64_t allocations = 0;  // ever made (housekeeping cadence)
+};
+
+struct Block {
+  c10::DeviceIndex device;
+  uint64_t bytes;
 };
 
 // Never destroyed: tensors may be freed by threads still running during static destruction.
@@ -29,25 +45,54 @@ std::array<DevicePool, kMaxDevices>& pools() {
   return *p;
 }
 
+std::mutex& blocks_mu() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+std::unordered_map<const void*, Block>& blocks() {
+  static auto* b = new std::unordered_map<const void*, Block>();
+  return *b;
+}
+
 uint64_t round_to_segments(uint64_t bytes) { return (bytes + kSegmentBytes - 1) / kSegmentBytes * kSegmentBytes; }
 
 }  // namespace
 
-void note_allocation(c10::DeviceIndex device, uint64_t bytes) {
-  if (device < 0 || device >= kMaxDevices) return;
+uint64_t round_block_size(uint64_t nbytes) {
+  const uint64_t padded = nbytes + kPadBytes;
+  return std::max(kMinBlockBytes, (padded + kMinBlockBytes - 1) / kMinBlockBytes * kMinBlockBytes);
+}
+
+void note_allocation(c10::DeviceIndex device, void* ptr, uint64_t block_bytes) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "simulated NPU: allocation on device ", static_cast<int>(device),
+              " outside [0, ", kMaxDevices, ")");
   const int64_t every = config().housekeeping_every;
   DevicePool& pool = pools()[device];
   bool grows = false;
   uint64_t n = 0;
+  uint64_t allocated = 0;
+  uint64_t reserved = 0;
   {
     std::lock_guard<std::mutex> g(pool.mu);
     n = pool.allocations++;
-    pool.live += bytes;
-    if (pool.live > pool.reserved) {
-      pool.reserved = round_to_segments(pool.live);
+    MemoryStats& s = pool.stats;
+    s.allocated += block_bytes;
+    ++s.allocation_count;
+    if (s.allocated > s.reserved) {
+      s.reserved = round_to_segments(s.allocated);
       grows = true;
     }
+    s.peak_allocated = std::max(s.peak_allocated, s.allocated);
+    s.peak_reserved = std::max(s.peak_reserved, s.reserved);
+    allocated = s.allocated;
+    reserved = s.reserved;
   }
+  {
+    std::lock_guard<std::mutex> g(blocks_mu());
+    blocks()[ptr] = Block{device, block_bytes};
+  }
+  c10::reportMemoryUsageToProfiler(ptr, static_cast<int64_t>(block_bytes), allocated, reserved,
+                                   c10::Device(c10::DeviceType::PrivateUse1, device));
   if (grows) runtime_call("aclrtMalloc");
   // The first allocation on a device initialises its memory pool; later ones clear blocks now
   // and then, as the allocator of a real device does, on its own thread.
@@ -56,11 +101,43 @@ void note_allocation(c10::DeviceIndex device, uint64_t bytes) {
   }
 }
 
-void note_free(c10::DeviceIndex device, uint64_t bytes) {
-  if (device < 0 || device >= kMaxDevices) return;
+bool note_free(void* ptr) {
+  Block block{};
+  {
+    std::lock_guard<std::mutex> g(blocks_mu());
+    auto it = blocks().find(ptr);
+    if (it == blocks().end()) return false;
+    block = it->second;
+    blocks().erase(it);
+  }
+  DevicePool& pool = pools()[block.device];
+  uint64_t allocated = 0;
+  uint64_t reserved = 0;
+  {
+    std::lock_guard<std::mutex> g(pool.mu);
+    pool.stats.allocated -= std::min(block.bytes, pool.stats.allocated);
+    ++pool.stats.free_count;
+    allocated = pool.stats.allocated;
+    reserved = pool.stats.reserved;
+  }
+  c10::reportMemoryUsageToProfiler(ptr, -static_cast<int64_t>(block.bytes), allocated, reserved,
+                                   c10::Device(c10::DeviceType::PrivateUse1, block.device));
+  return true;
+}
+
+MemoryStats memory_stats(c10::DeviceIndex device) {
+  check_device(device);
   DevicePool& pool = pools()[device];
   std::lock_guard<std::mutex> g(pool.mu);
-  pool.live -= std::min(bytes, pool.live);
+  return pool.stats;
+}
+
+void reset_peak_memory_stats(c10::DeviceIndex device) {
+  check_device(device);
+  DevicePool& pool = pools()[device];
+  std::lock_guard<std::mutex> g(pool.mu);
+  pool.stats.peak_allocated = pool.stats.allocated;
+  pool.stats.peak_reserved = pool.stats.reserved;
 }
 
 void empty_cache() {
@@ -68,9 +145,9 @@ void empty_cache() {
     bool frees = false;
     {
       std::lock_guard<std::mutex> g(pool.mu);
-      const uint64_t kept = round_to_segments(pool.live);
-      if (pool.reserved > kept) {
-        pool.reserved = kept;
+      const uint64_t kept = round_to_segments(pool.stats.allocated);
+      if (pool.stats.reserved > kept) {
+        pool.stats.reserved = kept;
         frees = true;
       }
     }

@@ -181,6 +181,7 @@ void configure(const std::string& path, const Config& cfg) {
                 "', cannot switch to '", path, "'");
   }
   install_direct_fallbacks();
+  install_op_memory_allocator();
   drain_queue();
   g_config = cfg;
   g_device_count = cfg.device_count;

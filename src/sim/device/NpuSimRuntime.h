@@ -43,6 +43,27 @@ Config config();
 
 // The host-memory allocator of the npu device (NpuSimGuard.cpp).
 c10::Allocator* device_allocator();
+// Host memory for one block of `nbytes` on `device`, accounted by note_allocation; free it with
+// free_device_block (which also takes memory that is not such a block: std::free). The memory is
+// 64-byte aligned; nullptr for nbytes == 0. c10::Error when out of memory.
+void* allocate_device_block(c10::DeviceIndex device, size_t nbytes);
+void free_device_block(void* ptr);
+
+// While an npu op runs its CPU implementation on this thread (NpuSimCall.h), the CPU allocator
+// serves the op's CPU allocations (its results, which become npu tensors, and its temporaries,
+// which would be device workspace) as blocks of `device`, so profile_memory sees them as npu
+// memory. Installed once by configure() (NpuSimOpMemory.cpp); scopes nest.
+class OpMemoryScope {
+ public:
+  explicit OpMemoryScope(const c10::DeviceIndex* device);  // *device read at each allocation (< 0: current)
+  ~OpMemoryScope();
+  OpMemoryScope(const OpMemoryScope&) = delete;
+  OpMemoryScope& operator=(const OpMemoryScope&) = delete;
+
+ private:
+  const c10::DeviceIndex* previous_;
+};
+void install_op_memory_allocator();
 
 // Registers the CPU fallback as the npu kernel of ops whose composite kernel would otherwise
 // route them through their out= variant (NpuSimFallback.cpp). Called once by configure().
@@ -71,12 +92,29 @@ void launch(const char* name, const char* type, c10::DeviceIndex device, int64_t
             uint32_t count = 1);
 // Launch on a helper thread that never runs an op (allocator/housekeeping work).
 void launch_housekeeping(const char* name, const char* type, c10::DeviceIndex device);
-// Called by the allocator on every allocation of `bytes` (usable size) on `device`, and on every
-// free: housekeeping cadence, and the caching allocator's pool growth (an "aclrtMalloc" runtime
-// call on the allocating thread whenever the live bytes outgrow the reserved segments, which grow
-// in 2 MiB steps and are never given back but by empty_cache()).
-void note_allocation(c10::DeviceIndex device, uint64_t bytes);
-void note_free(c10::DeviceIndex device, uint64_t bytes);
+// The caching allocator's model (NpuSimMemory.cpp, docs/torch_npu.md 1). A block of an
+// allocation of `nbytes` bytes: nbytes + 32 rounded up to a multiple of 512 (at least 512).
+uint64_t round_block_size(uint64_t nbytes);
+// Accounts the block `ptr` of `block_bytes` bytes to `device` (c10::Error for an index outside
+// [0, 16)) and reports it to torch's profiler (c10::reportMemoryUsageToProfiler, npu device,
+// totals after the change); an "aclrtMalloc" runtime call on the allocating thread whenever the
+// allocated bytes outgrow the reserved segments, which grow in 2 MiB steps and are never given
+// back but by empty_cache(); housekeeping cadence.
+void note_allocation(c10::DeviceIndex device, void* ptr, uint64_t block_bytes);
+// Frees the block `ptr` in the accounts and reports it (negative size). false when `ptr` is not
+// a block of the device (nothing done).
+bool note_free(void* ptr);
+// Per-device statistics with torch_npu's meanings (torch.npu.memory_allocated & co.), bytes.
+struct MemoryStats {
+  uint64_t allocated = 0;       // bytes of live blocks
+  uint64_t reserved = 0;        // bytes of segments held from the runtime
+  uint64_t peak_allocated = 0;  // since start or reset_peak_memory_stats
+  uint64_t peak_reserved = 0;
+  uint64_t allocation_count = 0;  // blocks allocated, ever
+  uint64_t free_count = 0;        // blocks freed, ever
+};
+MemoryStats memory_stats(c10::DeviceIndex device);  // c10::Error for an invalid index
+void reset_peak_memory_stats(c10::DeviceIndex device);
 // Gives unused reserved segments back ("aclrtFree" once per device that had any).
 void empty_cache();
 

@@ -78,9 +78,11 @@ uint64_t msptiSimLaunchCommunication(const char* name, const char* algType, cons
 // Only when LD_PRELOAD named libmspti at load (a process-start preload; msptiSimReloadEnvironment
 // re-reads it), a subscriber exists and MSPTI_ACTIVITY_KIND_MEMCPY is enabled: an id is minted
 // (the thread's current id), external records are written, and a msptiActivityMemcpy record
-// (copyKind, bytes, start, end, deviceId (physical), streamId, correlationId, isAsync) reaches the
-// buffer `delivery delay` after the copy ends (dropped if MEMCPY is disabled by then and
-// drop_after_disable is on, or on Unsubscribe). Without the preload: no id and no record, silently,
+// (copyKind, bytes, start, end, deviceId (physical), streamId, correlationId, isAsync) is written:
+// with option copies_at_call_end=1 (default, as real MSPTI, mspti.md 5.7) by the calling thread as
+// the call returns, start/end = the host call's span (CLOCK_REALTIME); with 0 as a device record
+// (the copy's device time) `delivery delay` after the copy ends. Either way dropped if MEMCPY is
+// disabled by then and drop_after_disable is on, or on Unsubscribe. Without the preload: no id and no record, silently,
 // as the real library (on generations < 26.0 Enable(MEMCPY) even succeeds; 26.x refuses it with
 // MSPTI_ERROR_WITHOUT_LD_PRELOAD). While subscribed with an API kind on, an API record named
 // "aclrtMemcpyAsync" (isAsync != 0) or "aclrtMemcpy" carries the thread's current id: the new one
@@ -128,6 +130,8 @@ uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
 //   "per_thread_stacks"    1: external-correlation stacks per thread; 0: one process-global
 //                          stack per kind, as the real library (0)
 //   "buffer_threshold_pct" fill level at which the current buffer is queued (80)
+//   "copies_at_call_end"   1: MEMCPY records are written by the copy call at its end with the host
+//                          call's span, as real MSPTI (mspti.md 5.7); 0: as device records (1)
 //   "require_enable_after_subscribe"  (added by the simulator) 1: KERNEL records flow only if
 //                          KERNEL was enabled while subscribed: MSPTI starts the device tasks in
 //                          Enable, Unsubscribe stops them and Subscribe does not restart them

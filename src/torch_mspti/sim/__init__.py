@@ -273,6 +273,12 @@ def enable(
         from . import hccl as _hccl
 
         _hccl.register()  # torch.distributed backend "hccl" for npu tensors
+        from . import inductor as _inductor
+
+        _inductor.install()  # torch.compile (inductor) for npu graphs, once inductor is imported
+        from . import fsdp as _fsdp
+
+        _fsdp.install()  # FSDP2's copy ops for npu tensors on torch 2.7
         _settings_public.update(wanted, device_library=dev_lib, simulator_library=sim_lib)
         _settings = wanted
 

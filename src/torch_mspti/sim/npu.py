@@ -35,6 +35,13 @@ __all__ = [
     "get_device_properties",
     "get_device_name",
     "empty_cache",
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "reset_peak_memory_stats",
+    "reset_max_memory_allocated",
+    "memory_stats",
 ]
 
 _DeviceLike = int | str | torch.device | None
@@ -156,42 +163,45 @@ def stream(s: torch.Stream | None) -> Iterator[torch.Stream | None]:
         set_device(prev_dev)
 
 
-class Event:
+class Event(torch.Event):
     """An event of the simulated NPU; ``elapsed_time`` is measured on the simulated timeline (ms).
 
-    Wraps a ``torch.Event`` (whose methods accept only exact torch.Event peers).
+    A ``torch.Event`` subclass, as torch_npu's is (docs/torch_npu.md 2), so torch's generic device
+    code (``torch.Stream.wait_event``, FSDP2) takes it. Created on the current npu device;
+    ``record``/``wait`` default to the current stream of that device.
     """
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
-        self._event = torch.Event(
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> Event:
+        return super().__new__(
+            cls,
             device=torch.device("npu", current_device()),
             enable_timing=enable_timing,
             blocking=blocking,
             interprocess=interprocess,
         )
 
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        pass  # torch.Event.__new__ did the work
+
     def record(self, stream: torch.Stream | None = None) -> None:
-        self._event.record(stream if stream is not None else current_stream())
+        super().record(stream if stream is not None else current_stream(self.device.index))
 
     def wait(self, stream: torch.Stream | None = None) -> None:
-        self._event.wait(stream if stream is not None else current_stream())
+        super().wait(stream if stream is not None else current_stream())
 
     def query(self) -> bool:
-        return bool(self._event.query())
+        return bool(super().query())
 
-    def synchronize(self) -> None:
-        self._event.synchronize()
-
-    def elapsed_time(self, end_event: Event) -> float:
-        other = end_event._event if isinstance(end_event, Event) else end_event
-        return float(self._event.elapsed_time(other))
-
-    @property
-    def device(self) -> torch.device:
-        return self._event.device
+    def elapsed_time(self, end_event: torch.Event) -> float:
+        """ms from this event to ``end_event`` (a torch.npu.Event or torch.Event of the simulated NPU) on
+        the simulated timeline; RuntimeError unless both were recorded. torch.Event.elapsed_time takes only
+        an exact torch.Event as its peer, hence the device's own op."""
+        if not isinstance(end_event, torch.Event) or end_event.device.type != "npu":
+            raise TypeError(f"elapsed_time needs an npu event, got {end_event!r}")
+        return float(_ops().event_elapsed_ms(int(self.event_id), int(end_event.event_id)))
 
     def __repr__(self) -> str:
-        return f"<torch.npu.Event {self._event!r}>"
+        return f"<torch.npu.Event device={self.device} event_id={self.event_id}>"
 
 
 class _NPUDeviceProperties:
@@ -234,6 +244,59 @@ def get_device_name(dev: _DeviceLike = None) -> str:
 def empty_cache() -> None:
     """Give the simulated caching allocator's unused reserved memory back (reports aclrtFree)."""
     _ops().empty_cache()
+
+
+def _memory(dev: _DeviceLike) -> list[int]:
+    return [int(v) for v in _ops().memory_stats(_index(dev))]
+
+
+def memory_allocated(device: _DeviceLike = None) -> int:
+    """Bytes of live blocks of the simulated caching allocator on ``device`` (torch_npu's name).
+
+    A block of an allocation of n bytes is n + 32 rounded up to a multiple of 512 (at least 512),
+    as torch_npu's caching allocator sizes it (docs/torch_npu.md 1). Counts the memory npu ops
+    allocate while running, including results and temporaries of their CPU implementation.
+    """
+    return _memory(device)[0]
+
+
+def max_memory_allocated(device: _DeviceLike = None) -> int:
+    """Peak of :func:`memory_allocated` since start or :func:`reset_peak_memory_stats` (bytes)."""
+    return _memory(device)[2]
+
+
+def memory_reserved(device: _DeviceLike = None) -> int:
+    """Bytes of segments the simulated allocator holds (grown in 2 MiB steps, kept until
+    :func:`empty_cache`)."""
+    return _memory(device)[1]
+
+
+def max_memory_reserved(device: _DeviceLike = None) -> int:
+    """Peak of :func:`memory_reserved` since start or :func:`reset_peak_memory_stats` (bytes)."""
+    return _memory(device)[3]
+
+
+def reset_peak_memory_stats(device: _DeviceLike = None) -> None:
+    """Peaks start again from the current values."""
+    _ops().reset_peak_memory_stats(_index(device))
+
+
+def reset_max_memory_allocated(device: _DeviceLike = None) -> None:
+    reset_peak_memory_stats(device)
+
+
+def memory_stats(device: _DeviceLike = None) -> dict[str, int]:
+    """The subset of torch_npu's ``memory_stats`` keys the simulator keeps (bytes, counts)."""
+    allocated, reserved, peak_allocated, peak_reserved, allocs, frees = _memory(device)
+    return {
+        "allocated_bytes.all.current": allocated,
+        "allocated_bytes.all.peak": peak_allocated,
+        "reserved_bytes.all.current": reserved,
+        "reserved_bytes.all.peak": peak_reserved,
+        "allocation.all.allocated": allocs,
+        "allocation.all.freed": frees,
+        "allocation.all.current": allocs - frees,
+    }
 
 
 # RNG: npu tensors draw from torch's CPU generator (the device runs CPU kernels), so seeding the

@@ -7,7 +7,8 @@ namespace {
 
 class MemoryCopyTest : public SimTest {};
 
-TEST_F(MemoryCopyTest, WithThePreloadCopiesProduceMemcpyRecordsWithTheirBytesKindAndIds) {
+TEST_F(MemoryCopyTest, AsDeviceRecordsCopiesProduceMemcpyRecordsWithTheirBytesKindIdsAndDeviceTimes) {
+  ASSERT_EQ(api_.setOption("copies_at_call_end", 0), 0);
   setPreload(true);
   setenv("ASCEND_RT_VISIBLE_DEVICES", "6,7", 1);
   api_.reloadEnvironment();
@@ -54,6 +55,54 @@ TEST_F(MemoryCopyTest, WithThePreloadCopiesProduceMemcpyRecordsWithTheirBytesKin
   EXPECT_EQ(records.externals[0].correlationId, h2d);
   EXPECT_EQ(records.externals[1].correlationId, d2h);
   EXPECT_EQ(records.externals[1].externalId, 77u);
+}
+
+TEST_F(MemoryCopyTest, ByDefaultTheCallWritesItsMemcpyRecordAsItReturnsWithTheHostSpan) {
+  // mspti.md 5.7: the interposed ACL call writes the record itself, start/end = the host call.
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 10'000'000'000), 0);  // no device record could arrive
+  setPreload(true);
+  subscribe();
+  enable({MSPTI_ACTIVITY_KIND_MEMCPY, MSPTI_ACTIVITY_KIND_RUNTIME_API, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION});
+  ASSERT_EQ(api_.pushExternal(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 78), MSPTI_SUCCESS);
+  const uint64_t memcpyRecords = api_.getCounter("memcpy_records");
+  const uint64_t before = nowNs();
+  const uint64_t h2d = api_.memcpy(MSPTI_ACTIVITY_MEMCPY_KIND_HTOD, 4096, 0, 3, 50'000'000, 1);
+  const uint64_t afterAsync = nowNs();
+  const uint64_t d2h = api_.memcpy(MSPTI_ACTIVITY_MEMCPY_KIND_DTOH, 512, 0, 3, 3'000'000, 0);
+  const uint64_t afterSync = nowNs();
+  // Written at the end of each call, not `delivery delay` after the copy.
+  EXPECT_EQ(api_.getCounter("memcpy_records"), memcpyRecords + 2);
+  EXPECT_EQ(api_.stats().records_pending, 0u);
+  const Records records = flushAndDecode();
+  ASSERT_EQ(records.memcpys.size(), 2u);
+  const MemoryView& a = records.memcpys[0];
+  EXPECT_EQ(a.correlationId, h2d);
+  EXPECT_EQ(a.bytes, 4096u);
+  EXPECT_EQ(a.streamId, 3u);
+  EXPECT_EQ(a.isAsync, 1u);
+  // The async call's span: inside the call, far shorter than the 50 ms copy it enqueued.
+  EXPECT_GE(a.start, before);
+  EXPECT_LE(a.end, afterAsync);
+  EXPECT_LT(a.end, api_.streamTail(0, 3) - 3'000'000);
+  const MemoryView& b = records.memcpys[1];
+  EXPECT_EQ(b.correlationId, d2h);
+  EXPECT_EQ(b.isAsync, 0u);
+  // The synchronous call waits for both copies of its stream: its span covers that wait.
+  EXPECT_GE(b.start, a.end);
+  EXPECT_GE(b.end, api_.streamTail(0, 3));
+  EXPECT_LE(b.end, afterSync);
+  // The API record of each call spans its copy record.
+  const auto async = records.apisNamed("aclrtMemcpyAsync");
+  const auto sync = records.apisNamed("aclrtMemcpy");
+  ASSERT_EQ(async.size(), 1u);
+  ASSERT_EQ(sync.size(), 1u);
+  EXPECT_LE(async[0].start, a.start);
+  EXPECT_GE(async[0].end, a.end);
+  EXPECT_LE(sync[0].start, b.start);
+  EXPECT_GE(sync[0].end, b.end);
+  ASSERT_EQ(records.externals.size(), 2u);
+  EXPECT_EQ(records.externals[0].correlationId, h2d);
+  EXPECT_EQ(records.externals[0].externalId, 78u);
 }
 
 TEST_F(MemoryCopyTest, WithoutThePreloadACopyRunsButMintsNothingAndItsApiRecordCarriesAStaleId) {
