@@ -7,17 +7,28 @@
 # loads the paired torch_npu release's real libtorch_npu.so), trace, links, drain, MSPTI
 # generations, and the tests behind the support table's collectives and copies cells.
 #
-# Time: each venv is a download of several GB (2.7.1) or a copy from this machine's disk (2.14.1),
-# so the next torch's venv is installed in the background while the current one builds and tests
-# (network and disk against CPU). The report gives each phase's seconds.
+# Time: each torch is a download of several GB (2.7.1) or a copy from this machine's disk (2.14.1).
+# `--prefetch` only downloads the wheels into build/torch_versions/wheels, holding
+# build/torch_versions/prefetch.lock meanwhile: .ci/run starts it in the background right after
+# its install stage, so the downloads overlap the 2.13 build and tests, and this stage waits for
+# the lock, then installs from those wheels. Within the stage, the next torch's venv is installed
+# in the background while the current one builds and tests. The report gives each phase's seconds.
 #
-# Usage: bash ci/torch_versions.sh [torch-version ...]   (default: 2.14.1 2.7.1)
+# Usage: bash ci/torch_versions.sh [--prefetch] [torch-version ...]   (default: 2.14.1 2.7.1)
 # Each torch builds in build/torch-<version>, so the 2.13 build tree is left alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+PREFETCH=0
+if [ "${1:-}" = "--prefetch" ]; then
+  PREFETCH=1
+  shift
+fi
 VERSIONS=("$@")
 if [ ${#VERSIONS[@]} -eq 0 ]; then VERSIONS=(2.14.1 2.7.1); fi
+BUILD_DEPS=("scikit-build-core>=1.0" "nanobind>=2.4" "ninja>=1.10")
+WHEELS=build/torch_versions/wheels
+LOCK=build/torch_versions/prefetch.lock
 CORE_TESTS=(
   tests/test_torch_compat.py tests/test_plugin_trace.py tests/test_links_sim_device.py tests/test_plugin_drain.py
   tests/test_versions.py
@@ -31,9 +42,26 @@ CORE_TESTS=(
 )
 ROOT=$(pwd)
 export TORCH_DEVICE_BACKEND_AUTOLOAD=0  # no torch.backends plugin inside the installs' probes
+mkdir -p build/torch_versions "$WHEELS"
+
+if [ "$PREFETCH" -eq 1 ]; then
+  exec 9> "$LOCK"
+  flock 9
+  for version in "${VERSIONS[@]}"; do
+    t0=$(date +%s)
+    python -m pip download --progress-bar off -q --dest "$WHEELS" "torch==${version}" "${BUILD_DEPS[@]}" \
+      || echo "prefetch: torch ${version} not downloaded; the stage installs it from the index" >&2
+    echo "prefetch: torch ${version} in $(($(date +%s) - t0)) s"
+  done
+  exit 0
+fi
+
 REPORT=build/torch_versions/report.txt
-mkdir -p build/torch_versions
 : > "$REPORT"
+# A prefetch still running (.ci/run's background one): wait for it to let go of the lock.
+t_wait=$(date +%s)
+if [ -e "$LOCK" ]; then flock "$LOCK" true; fi
+echo "waited $(($(date +%s) - t_wait)) s for the prefetch" | tee -a "$REPORT"
 
 venv_of() { echo "build/torch_versions/venv-$1"; }
 
@@ -44,8 +72,9 @@ install_venv() {
   t0=$(date +%s)
   rm -rf "$venv"
   python -m venv "$venv"
-  "$ROOT/$venv/bin/python" -m pip install --progress-bar off -q "torch==${version}" \
-    "scikit-build-core>=1.0" "nanobind>=2.4" "ninja>=1.10"
+  # --find-links: the prefetched wheels; anything missing there comes from the index as usual.
+  "$ROOT/$venv/bin/python" -m pip install --progress-bar off -q --find-links "$ROOT/$WHEELS" "torch==${version}" \
+    "${BUILD_DEPS[@]}"
   echo $(($(date +%s) - t0)) > "build/torch_versions/install-${version}"
 }
 
