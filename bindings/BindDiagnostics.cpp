@@ -217,8 +217,8 @@ void bindDiagnostics(nb::module_& m) {
             nb::list out;
             for (const auto& [name, message] : r.findings) {
               nb::dict d;
-              d["name"] = name;
-              d["message"] = message;
+              d["name"] = pyText(name);
+              d["message"] = pyText(message);
               out.append(d);
             }
             return out;

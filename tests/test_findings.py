@@ -63,6 +63,9 @@ def test_a_drain_finding_is_one_warning_and_the_same_text_everywhere(tmp_path):
     proc = _doctor(run.trace_paths[0])
     rows = [ln for ln in proc.stdout.splitlines() if "finding" in ln and "no-kernels:" in ln]
     assert len(rows) == 1 and given["message"].removeprefix(PREFIX) in rows[0], proc.stdout
+    # Launches are still pending, so the verdict is a problem, named by the session's finding.
+    assert proc.returncode == 1, proc.stdout
+    assert "PROBLEM: the session found no-kernels: MSPTI reported" in " ".join(proc.stdout.split()), proc.stdout
 
 
 def test_the_doctor_names_the_sessions_first_finding_when_the_trace_is_sound(tmp_path):

@@ -24,28 +24,33 @@ def _model():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
 
-def _step(model, opt, x):
+def _loss(model, x):
+    return model(x).pow(2).mean()
+
+def _step(loss_fn, opt, x):
     opt.zero_grad()
-    loss = model(x).pow(2).sum()
+    loss = loss_fn(x)
     loss.backward()
     opt.step()
     return loss
 
 def check_compiled_training_step():
     torch._dynamo.reset()
-    x = torch.randn(5, 8, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(1))
     ref = _model()
     ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
     model = _model().to("npu")
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    compiled = torch.compile(model)  # the default backend: inductor
-    step = lambda m, o, inp: _step(m, o, inp)
-    losses = [(float(_step(compiled, opt, x.to("npu")).cpu()), float(_step(ref, ref_opt, x))) for _ in range(2)]
+    # The default backend (inductor), over the loss too: the compiled graphs hold reductions (the
+    # loss's mean forward, the biases' gradients backward) as well as pointwise ops.
+    compiled = torch.compile(lambda inp: _loss(model, inp))
+    eager = lambda inp: _loss(ref, inp)
+    losses = [(float(_step(compiled, opt, x.to("npu")).cpu()), float(_step(eager, ref_opt, x))) for _ in range(2)]
     torch.npu.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
         _step(compiled, opt, x.to("npu"))
         torch.npu.synchronize()
-    _step(ref, ref_opt, x)
+    _step(eager, ref_opt, x)
     diff = max(float((p.detach().cpu() - q.detach()).abs().max()) for p, q in zip(model.parameters(), ref.parameters()))
     path = os.path.join(tempfile.mkdtemp(), "trace.json")
     prof.export_chrome_trace(path)
@@ -90,8 +95,10 @@ def test_compiled_training_step_computes_what_eager_cpu_does(results):
 
 def test_compiled_kernels_are_npu_kernels_on_the_device_lane_linked_to_their_op(results):
     r = result(results, "compiled_training_step")
-    # Forward and backward each have at least one fused kernel (relu; threshold_backward & co.).
+    # Forward and backward each have at least one fused kernel (relu; threshold_backward & co.),
+    # and the reductions are compiled kernels too (the loss's mean; the biases' gradients).
     assert len(r["compiled"]) >= 2, r["compiled"]
+    assert any("mean" in name or "sum" in name for name, *_ in r["compiled"]), r["compiled"]
     for name, pid, tid, op in r["compiled"]:
         assert (pid, tid) == (0, r["stream"]), (name, pid, tid)
         assert op == name, f"kernel {name} is linked to {op!r}"

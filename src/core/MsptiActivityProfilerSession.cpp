@@ -98,7 +98,13 @@ void MsptiActivityProfilerSession::fail(const std::string& message, const std::s
   state_ = SessionState::kFailed;
   status_ = libkineto::TraceStatus::ERROR;
   failureCause_ = cause;
-  warnOnce("failed", findingMessage("failed", facts()));
+  // Only what the message needs: no library call (fail() also runs in a forked child, where a
+  // lock taken at the fork may never be released).
+  SessionFacts f;
+  f.failureCause = cause;
+  f.peerPresent = deps_.peer.present;
+  f.peerDescription = deps_.peer.description;
+  warnOnce("failed", findingMessage("failed", f));
 }
 
 bool MsptiActivityProfilerSession::subscribe() {
@@ -244,10 +250,8 @@ bool MsptiActivityProfilerSession::stopInForkedChild() {
   // parent's; draining here could hang on a lock held at the fork. Stop without calling MSPTI.
   store_.reset();
   subscribed_ = false;
-  errors_.push_back(
-      fmt::format("session inherited across fork() and stopped in the child without draining: {}", kForkedChildReason));
-  state_ = SessionState::kFailed;
-  status_ = libkineto::TraceStatus::ERROR;
+  fail(fmt::format("session inherited across fork() and stopped in the child without draining: {}", kForkedChildReason),
+       "the session was started before fork() and is stopped in the child");
   return true;
 }
 
@@ -379,6 +383,8 @@ SessionFacts MsptiActivityProfilerSession::facts() const {
   f.overCap = counters_.overCap;
   f.staleRecords = counters_.staleRecords;
   f.copiesNote = copiesNote_;
+  for (auto kind : enabledKinds_)
+    f.apiRecordsCollected |= kind == MSPTI_ACTIVITY_KIND_RUNTIME_API || kind == MSPTI_ACTIVITY_KIND_API;
   f.clockUntrusted = hostClock_ && hostClock_->kind() == HostClock::Kind::kUntrusted;
   if (store_) {
     f.kernelRecords = store_->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL];
@@ -398,6 +404,7 @@ SessionFacts MsptiActivityProfilerSession::facts() const {
     f.deviceRows += l.rowCount;
     if (l.call && l.callTrusted && opThreads.count(l.call->threadId) == 0) f.rowsFromOpLessThreads += l.rowCount;
     if (!l.call && (l.opHint || l.userHint)) f.rowsWithoutApiRecord += l.rowCount;
+    if (!l.call && !l.opHint && !l.userHint) f.rowsWithoutLinkEvidence += l.rowCount;
   }
   return f;
 }

@@ -7,7 +7,9 @@ namespace {
 
 using F = const SessionFacts&;
 
-bool timedOutPending(F f) { return f.drainExitReason == "timeout" && f.pendingLaunches > 0; }
+bool timedOutPending(F f) { return f.drainExitReason == "timeout" && f.pendingLaunches > 0 && f.buffersDeclined == 0; }
+// Rows that lack an API record because none was collected (not because its buffer was declined).
+bool hintOnly(F f) { return !f.apiRecordsCollected && f.rowsWithoutApiRecord > 0; }
 
 // Priority order: a lost-record cause the user can fix before the symptoms it explains.
 const std::vector<FindingInfo> kTable = {
@@ -31,6 +33,16 @@ const std::vector<FindingInfo> kTable = {
            f.buffersDeclined, f.bufferPoolCap);
      }},
     // The drain group: why launches of this session have no device record. One cause each.
+    {"declined-pending", "drain", "raise buffer_pool_cap or buffer_size",
+     [](F f) { return f.pendingLaunches > 0 && f.buffersDeclined > 0; },
+     [](F f) {
+       return fmt::format(
+           "torch-mspti: {} launches of this session have no device record, and {} MSPTI buffers were "
+           "declined at buffer_pool_cap={}: their records were most likely in those buffers and are "
+           "lost (raise buffer_pool_cap or buffer_size; a longer drain_timeout_ms does not bring them "
+           "back)",
+           f.pendingLaunches, f.buffersDeclined, f.bufferPoolCap);
+     }},
     {"kernels-need-preload", "drain", "run with LD_PRELOAD naming libmspti.so",
      [](F f) { return f.drainEvidence == "kernels_need_preload" && f.pendingLaunches > 0; },
      [](F f) {
@@ -131,8 +143,7 @@ const std::vector<FindingInfo> kTable = {
      }},
     // Without API records only MSPTI's hint is left. One thread running ops rules out another
     // thread on top of MSPTI's stack for every row; more threads leave it open.
-    {"unverified", "hint", "set enable_api_records=True",
-     [](F f) { return f.rowsWithoutApiRecord > 0 && f.opThreads <= 1; },
+    {"unverified", "hint", "set enable_api_records=True", [](F f) { return hintOnly(f) && f.opThreads <= 1; },
      [](F f) {
        return fmt::format(
            "torch-mspti: {} device rows are linked by MSPTI's hint alone (no API records): right for "
@@ -141,13 +152,24 @@ const std::vector<FindingInfo> kTable = {
            "link",
            f.rowsWithoutApiRecord);
      }},
-    {"ambiguous", "hint", "set enable_api_records=True", [](F f) { return f.rowsWithoutApiRecord > 0; },
+    {"ambiguous", "hint", "set enable_api_records=True", hintOnly,
      [](F f) {
        return fmt::format(
            "torch-mspti: {} device rows have no API record while {} threads ran ops: MSPTI's hint "
            "cannot be verified, and rows whose op ran while another thread ran ops are left unlinked "
            "(each row's link argument says which); set enable_api_records=True",
            f.rowsWithoutApiRecord, f.opThreads);
+     }},
+    // Without API records and without MSPTI's hint (external correlation, MSPTI 8.1 and newer:
+    // mspti.md 8) nothing ties a row to an op.
+    {"no-link-evidence", "hint", "set enable_api_records=True (and use MSPTI 8.1 or newer for the hint)",
+     [](F f) { return !f.apiRecordsCollected && f.rowsWithoutLinkEvidence > 0; },
+     [](F f) {
+       return fmt::format(
+           "torch-mspti: {} device rows carry neither an API record nor MSPTI's external-correlation "
+           "hint, so none of them is linked to an op: set enable_api_records=True (MSPTI before 8.1 "
+           "has no external correlation, so there API records are the only link)",
+           f.rowsWithoutLinkEvidence);
      }},
 };
 

@@ -51,12 +51,15 @@ struct SessionFacts {
   // rows can come, or when the note was given earlier in this process).
   uint64_t copyCallsWithoutRows = 0;
   std::string copiesNote;
-  // Links: the host clock of API records is unknown; device rows, rows launched from threads
-  // that ran no op, rows known from MSPTI's hint only, and the threads that ran ops.
+  // Links: whether API records (RUNTIME_API or API) were collected; the host clock of API records
+  // is unknown; device rows, rows launched from threads that ran no op, rows known from MSPTI's
+  // hint only, rows with neither an API record nor a hint, and the threads that ran ops.
+  bool apiRecordsCollected = false;
   bool clockUntrusted = false;
   uint64_t deviceRows = 0;
   uint64_t rowsFromOpLessThreads = 0;
   uint64_t rowsWithoutApiRecord = 0;
+  uint64_t rowsWithoutLinkEvidence = 0;
   size_t opThreads = 0;
 };
 

@@ -17,6 +17,8 @@ from ._output import PROG, Out, dump_json, plural, ratio
 
 # The order in which findings explain a trace: the first one present is the verdict.
 _EXPLAINING_PROBLEMS = ("trace-empty", "session-failed", "no-device-activity", "health-report-malformed")
+# Problems whose cause a session finding names better than the trace can (an empty lane, a failed session).
+_SESSION_EXPLAINS = ("session-failed", "no-device-activity")
 _EXPLAINING_WARNINGS = (
     "launches-pending",
     "health-report-missing",
@@ -30,10 +32,14 @@ _EXPLAINING_WARNINGS = (
 
 def explain(report) -> tuple[bool, str]:
     """(collection worked, one line) for a :class:`~torch_mspti_cli.check.CheckReport`."""
+    # The session's own findings (its findings table, highest priority first) know the cause the
+    # trace's symptoms only suggest: the first one names the fix.
+    told = _health.findings(report.health)
+    found = f"the session found {told[0]['name']}: {told[0]['message']}" if told else None
     for rule in _EXPLAINING_PROBLEMS:
         for p in report.problems:
             if p.rule == rule:
-                return False, p.message
+                return False, (found if found and rule in _SESSION_EXPLAINS else p.message)
     s = report.stats
     if not report.ok:
         counts = ", ".join(f"{rule} {n}" for rule, n in sorted(report.counts_by_rule.items()))
@@ -46,14 +52,14 @@ def explain(report) -> tuple[bool, str]:
         f"the trace holds {plural(s.kernels, 'kernel')} on {plural(s.device_lanes, 'device')}, "
         f"{ratio(s.link_ratio)} linked to their ops"
     )
+    # Launches still pending keep the verdict a failure, whoever explains them.
+    pending = any(w.rule == "launches-pending" for w in report.warnings)
+    if found:
+        return (False, found) if pending else (True, f"{line}, but {found}")
     for rule in _EXPLAINING_WARNINGS:
         for w in report.warnings:
             if w.rule == rule:
                 return (False, w.message) if rule == "launches-pending" else (True, f"{line}, but {w.message}")
-    # The session's own findings (its findings table, highest priority first), as it warned them.
-    told = _health.findings(report.health)
-    if told:
-        return True, f"{line}, but the session found {told[0]['name']}: {told[0]['message']}"
     if isinstance(drain, dict) and drain.get("exit_reason"):
         line += f"; the drain ended {drain['exit_reason']} with nothing pending"
     return True, line

@@ -192,6 +192,10 @@ def summary_rows(health: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def findings(health: Any) -> list[dict[str, str]]:
     """The session's findings in a health report (``[{"name", "message"}]``, highest priority
     first, each message without its ``torch-mspti:`` prefix); [] for a report without them (one
@@ -199,8 +203,10 @@ def findings(health: Any) -> list[dict[str, str]]:
     raw = health.get("findings") if isinstance(health, dict) else None
     out = []
     for f in raw if isinstance(raw, list) else []:
-        if isinstance(f, dict) and isinstance(f.get("name"), str) and isinstance(f.get("message"), str):
-            out.append({"name": f["name"], "message": f["message"].removeprefix("torch-mspti: ")})
+        if isinstance(f, dict) and isinstance(f.get("name"), str) and isinstance(f.get("message"), str) and f["name"]:
+            # Printed to a terminal: control characters (an escape sequence in a path) are shown escaped.
+            text = f["message"].removeprefix("torch-mspti: ")
+            out.append({"name": _printable(f["name"]), "message": _printable(text)})
     return out
 
 

@@ -83,6 +83,36 @@ TEST(SessionFindings, HintOnlyLinksAreUnverifiedOnOneOpThreadAndAmbiguousOnMore)
   EXPECT_NE(findingsFor(f)[0].message.find("3 threads"), std::string::npos);
 }
 
+TEST(SessionFindings, PendingLaunchesAfterDeclinedBuffersAreBlamedOnTheCapNotTheTimeout) {
+  SessionFacts f;
+  f.drainExitReason = "timeout";
+  f.pendingLaunches = 251;
+  f.kernelRecords = 9;
+  f.buffersDeclined = 4;
+  f.bufferPoolCap = 1;
+  EXPECT_EQ(names(f), (std::vector<std::string>{"declined", "declined-pending"}));
+  EXPECT_NE(findingsFor(f)[1].message.find("does not bring them back"), std::string::npos);
+}
+
+TEST(SessionFindings, RowsWithoutAnApiRecordAreNotBlamedOnTheSettingWhenApiRecordsWereCollected) {
+  SessionFacts f;
+  f.rowsWithoutApiRecord = 3;  // their API records were lost (declined buffers), not switched off
+  f.opThreads = 1;
+  f.apiRecordsCollected = true;
+  EXPECT_TRUE(names(f).empty());
+  f.apiRecordsCollected = false;
+  EXPECT_EQ(names(f), std::vector<std::string>{"unverified"});
+}
+
+TEST(SessionFindings, RowsWithNeitherApiRecordNorHintAreSaidToBeUnlinkable) {
+  SessionFacts f;  // MSPTI 8.0.RC3 (no external correlation) with enable_api_records=False
+  f.rowsWithoutLinkEvidence = 25;
+  EXPECT_EQ(names(f), std::vector<std::string>{"no-link-evidence"});
+  EXPECT_NE(findingsFor(f)[0].message.find("25 device rows"), std::string::npos);
+  f.apiRecordsCollected = true;
+  EXPECT_TRUE(names(f).empty());
+}
+
 TEST(SessionFindings, FailedNamesThePeerThatServesTheLane) {
   SessionFacts f;
   f.failureCause = "MSPTI unavailable";
