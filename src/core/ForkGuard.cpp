@@ -14,6 +14,7 @@ ForkParticipant gParticipants[kMaxParticipants];
 std::atomic<int> gCount{0};
 std::atomic<bool> gLoaded{false};
 std::atomic<bool> gForked{false};
+std::atomic<bool> gForkWarned{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "the child handler must not take a lock");
 
 // Participants' locks are leaf locks, never held while waiting for another: taking them in
@@ -33,6 +34,7 @@ void parent() {
 
 void child() {
   if (gLoaded.load(std::memory_order_relaxed)) gForked.store(true, std::memory_order_relaxed);
+  gForkWarned.store(false, std::memory_order_relaxed);  // a grandchild warns once too
   const int n = gCount.load(std::memory_order_acquire);
   for (int i = n - 1; i >= 0; --i)
     if (gParticipants[i].child) gParticipants[i].child(gParticipants[i].self);
@@ -54,5 +56,9 @@ void registerForkParticipant(const ForkParticipant& p) {
 void noteMsptiLoaded() { gLoaded.store(true, std::memory_order_relaxed); }
 
 bool forkedFromMsptiParent() noexcept { return gForked.load(std::memory_order_relaxed); }
+
+bool claimForkedChildWarning() noexcept {
+  return forkedFromMsptiParent() && !gForkWarned.exchange(true, std::memory_order_relaxed);
+}
 
 }  // namespace torch_mspti

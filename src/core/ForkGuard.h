@@ -11,8 +11,9 @@
 //    prepare handlers (participants register once, when the process's context is built);
 //  * the child is marked: forkedFromMsptiParent() is true there (and in every process it forks in
 //    turn) once MSPTI had been loaded, and the library then reports itself unavailable with
-//    kForkedChildReason, so a session started in the child fails cleanly (one warning) and a
-//    session inherited from the parent stops without calling MSPTI.
+//    kForkedChildReason, so a session started in the child fails cleanly and a session inherited
+//    from the parent stops without calling MSPTI. Both have the same cause, which lasts for the
+//    child's life: the child prints it once (claimForkedChildWarning), however many sessions fail.
 // Thread-safety: thread-safe; the query is lock-free.
 #pragma once
 
@@ -38,5 +39,8 @@ void registerForkParticipant(const ForkParticipant& p);
 void noteMsptiLoaded();
 // True in a process forked from one that had loaded MSPTI through the plugin.
 bool forkedFromMsptiParent() noexcept;
+// In a forked child: true for the first caller only (each forked process has its own first), so
+// the fork's warning is printed once per process. False in a process that was not forked.
+bool claimForkedChildWarning() noexcept;
 
 }  // namespace torch_mspti

@@ -80,10 +80,11 @@ MsptiActivityProfilerSession::~MsptiActivityProfilerSession() {
   });
 }
 
-void MsptiActivityProfilerSession::warnOnce(const std::string& key, const std::string& message) {
+void MsptiActivityProfilerSession::warnOnce(const std::string& key, const std::string& message, bool print) {
   for (const auto& given : findings_)
     if (given.first == key) return;
   findings_.emplace_back(key, message);
+  if (!print) return;
   try {
     // Point at what can answer: this process's diagnostics, or the health report in the trace.
     if (deps_.warn)
@@ -104,7 +105,8 @@ void MsptiActivityProfilerSession::fail(const std::string& message, const std::s
   f.failureCause = cause;
   f.peerPresent = deps_.peer.present;
   f.peerDescription = deps_.peer.description;
-  warnOnce("failed", findingMessage("failed", f));
+  // In a forked child every failure has the fork as its cause: the child hears it once.
+  warnOnce("failed", findingMessage("failed", f), !forkedFromMsptiParent() || claimForkedChildWarning());
 }
 
 bool MsptiActivityProfilerSession::subscribe() {
@@ -251,7 +253,7 @@ bool MsptiActivityProfilerSession::stopInForkedChild() {
   store_.reset();
   subscribed_ = false;
   fail(fmt::format("session inherited across fork() and stopped in the child without draining: {}", kForkedChildReason),
-       "the session was started before fork() and is stopped in the child");
+       fmt::format("{} (this session was started before fork() and is stopped in the child)", kForkedChildReason));
   return true;
 }
 

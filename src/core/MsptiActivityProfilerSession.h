@@ -149,7 +149,7 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   void process(libkineto::ActivityLogger& logger, const libkineto::getLinkedActivityCallback* linked);
   bool enable(msptiActivityKind kind, bool report);
   void fail(const std::string& message, const std::string& cause);
-  void warnOnce(const std::string& key, const std::string& message);
+  void warnOnce(const std::string& key, const std::string& message, bool print = true);
   void publish(bool final);
 
   SessionDeps deps_;
