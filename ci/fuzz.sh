@@ -5,8 +5,9 @@
 #   FUZZ_SECONDS=600 bash ci/fuzz.sh     # longer, on demand
 #
 # The target (tests/fuzz/walker_fuzzer.cpp) compiles only src/core/MsptiRecordWalker.cpp,
-# src/core/NameTable.cpp and src/core/Utf8.cpp, which need the MSPTI declarations, the kind table
-# (src/common) and the standard library, not torch; its oracle's layout numbers come from
+# src/core/KindHandlers.cpp (each kind's read function), src/core/NameTable.cpp and
+# src/core/Utf8.cpp, which need the MSPTI declarations, the kind tables and the standard library,
+# not torch; its oracle's layout numbers come from
 # tests/cpp/core/DocumentedLayout.h.
 # libFuzzer needs clang: Debian's clang plus its compiler-rt (libclang-rt-<ver>-dev, which holds
 # libclang_rt.fuzzer/asan/ubsan) are installed when missing. The checked-in seeds
@@ -41,7 +42,8 @@ mkdir -p "$OUT/corpus" "$OUT/artifacts"
 clang++ -std=c++20 -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -I src/core -I src/common -I third_party/mspti/include -I tests/cpp/core \
-  src/core/MsptiRecordWalker.cpp src/core/NameTable.cpp src/core/Utf8.cpp tests/fuzz/walker_fuzzer.cpp \
+  src/core/MsptiRecordWalker.cpp src/core/KindHandlers.cpp src/core/NameTable.cpp src/core/Utf8.cpp \
+  tests/fuzz/walker_fuzzer.cpp \
   -o "$OUT/walker_fuzzer"
 t1=$(date +%s)
 echo "fuzz: built $OUT/walker_fuzzer in $((t1 - t0)) s"

@@ -1,4 +1,4 @@
-// One description of each MSPTI activity kind, shared by the plugin core (record walker, arming,
+// MSPTI's facts about each activity kind, shared by the plugin core (record walker, arming,
 // reports) and the simulator (record strides, which kinds a generation accepts, the LD_PRELOAD
 // rule), so that each fact is stated once. The record-walker fuzzer checks the walker against
 // numbers of its own (tests/cpp/core/DocumentedLayout.h), not against this table.
@@ -8,8 +8,8 @@
 // ACL_API, NODE_API and RUNTIME_API records use msptiActivityApi); the generation that introduced
 // each kind from mspti.md 8; the 26.x rule that Enable refuses HCCL, MEMORY, MEMSET and MEMCPY
 // with MSPTI_ERROR_WITHOUT_LD_PRELOAD unless LD_PRELOAD names libmspti.so from mspti.md 2.3 and 5.5.
-// What the plugin makes of a kind (its trace role and the setting that enables it) is the
-// plugin's own decision, kept here beside the facts so the arming logic reads one table.
+// What the plugin makes of a kind (the setting that collects it, how its records are read and
+// shown) is the plugin's own decision: the core's kind table, src/core/KindHandlers.h.
 // Thread-safety: constant data.
 #pragma once
 
@@ -27,62 +27,29 @@ inline constexpr int kGeneration81 = 81;
 inline constexpr int kGeneration82 = 82;
 inline constexpr int kGeneration260 = 260;
 
-// What a record of the kind stands for.
-enum class RecordRole : uint8_t {
-  kNone,                 // INVALID, or nothing the plugin reads
-  kMarker,               // mstx marker (instant or range end point)
-  kKernel,               // a kernel that ran on a device stream
-  kApi,                  // a host API call: thread, host span, the thread's current correlation id
-  kHccl,                 // HCCL operator record (superseded by COMMUNICATION)
-  kMemory,               // device memory allocation or release
-  kMemset,               // a memset task on a device stream
-  kMemcpy,               // a copy task on a device stream
-  kExternalCorrelation,  // (external kind, external id, correlation id) written at a launch
-  kCommunication,        // a collective that ran on a device stream
-};
-
-// The kineto activity type a device record becomes (mapped to libkineto::ActivityType by the
-// core; this header does not depend on kineto). Collectives are CONCURRENT_KERNEL rows, as
-// NCCL kernels are on CUDA, so that torch credits their device time (kineto.md 2.4).
-enum class TraceRow : uint8_t { kNone, kKernel, kMemcpy, kMemset };
-
 struct ActivityKindInfo {
   msptiActivityKind kind;
   const char* name;     // "KERNEL"; as in MSPTI_ACTIVITY_KIND_KERNEL
   size_t recordSize;    // bytes a record of this kind takes in a buffer
   int sinceGeneration;  // first MSPTI generation that knows the kind
   bool needsPreload;    // 26.x refuses Enable without libmspti.so in LD_PRELOAD
-  RecordRole role;
-  TraceRow row;         // what the plugin emits for a record of this kind
-  const char* setting;  // plugin setting that enables collecting it ("" = none / not collected)
 };
 
 inline constexpr ActivityKindInfo kActivityKinds[] = {
-    {MSPTI_ACTIVITY_KIND_INVALID, "INVALID", 0, 0, false, RecordRole::kNone, TraceRow::kNone, ""},
-    {MSPTI_ACTIVITY_KIND_MARKER, "MARKER", sizeof(msptiActivityMarker), kGeneration80, false, RecordRole::kMarker,
-     TraceRow::kNone, ""},
-    {MSPTI_ACTIVITY_KIND_KERNEL, "KERNEL", sizeof(msptiActivityKernel), kGeneration80, false, RecordRole::kKernel,
-     TraceRow::kKernel, "enable_kernels"},
-    {MSPTI_ACTIVITY_KIND_API, "API", sizeof(msptiActivityApi), kGeneration80, false, RecordRole::kApi, TraceRow::kNone,
-     "enable_api_records"},
-    {MSPTI_ACTIVITY_KIND_HCCL, "HCCL", sizeof(msptiActivityHccl), kGeneration81, true, RecordRole::kHccl,
-     TraceRow::kNone, ""},
-    {MSPTI_ACTIVITY_KIND_MEMORY, "MEMORY", sizeof(msptiActivityMemory), kGeneration81, true, RecordRole::kMemory,
-     TraceRow::kNone, ""},
-    {MSPTI_ACTIVITY_KIND_MEMSET, "MEMSET", sizeof(msptiActivityMemset), kGeneration81, true, RecordRole::kMemset,
-     TraceRow::kMemset, "enable_memcpy_memset"},
-    {MSPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", sizeof(msptiActivityMemcpy), kGeneration81, true, RecordRole::kMemcpy,
-     TraceRow::kMemcpy, "enable_memcpy_memset"},
+    {MSPTI_ACTIVITY_KIND_INVALID, "INVALID", 0, 0, false},
+    {MSPTI_ACTIVITY_KIND_MARKER, "MARKER", sizeof(msptiActivityMarker), kGeneration80, false},
+    {MSPTI_ACTIVITY_KIND_KERNEL, "KERNEL", sizeof(msptiActivityKernel), kGeneration80, false},
+    {MSPTI_ACTIVITY_KIND_API, "API", sizeof(msptiActivityApi), kGeneration80, false},
+    {MSPTI_ACTIVITY_KIND_HCCL, "HCCL", sizeof(msptiActivityHccl), kGeneration81, true},
+    {MSPTI_ACTIVITY_KIND_MEMORY, "MEMORY", sizeof(msptiActivityMemory), kGeneration81, true},
+    {MSPTI_ACTIVITY_KIND_MEMSET, "MEMSET", sizeof(msptiActivityMemset), kGeneration81, true},
+    {MSPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", sizeof(msptiActivityMemcpy), kGeneration81, true},
     {MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION", sizeof(msptiActivityExternalCorrelation),
-     kGeneration81, false, RecordRole::kExternalCorrelation, TraceRow::kNone, "enable_external_correlation"},
-    {MSPTI_ACTIVITY_KIND_COMMUNICATION, "COMMUNICATION", sizeof(msptiActivityCommunication), kGeneration82, false,
-     RecordRole::kCommunication, TraceRow::kKernel, "enable_communication"},
-    {MSPTI_ACTIVITY_KIND_ACL_API, "ACL_API", sizeof(msptiActivityApi), kGeneration260, false, RecordRole::kApi,
-     TraceRow::kNone, ""},
-    {MSPTI_ACTIVITY_KIND_NODE_API, "NODE_API", sizeof(msptiActivityApi), kGeneration260, false, RecordRole::kApi,
-     TraceRow::kNone, ""},
-    {MSPTI_ACTIVITY_KIND_RUNTIME_API, "RUNTIME_API", sizeof(msptiActivityApi), kGeneration260, false, RecordRole::kApi,
-     TraceRow::kNone, "enable_api_records"},
+     kGeneration81, false},
+    {MSPTI_ACTIVITY_KIND_COMMUNICATION, "COMMUNICATION", sizeof(msptiActivityCommunication), kGeneration82, false},
+    {MSPTI_ACTIVITY_KIND_ACL_API, "ACL_API", sizeof(msptiActivityApi), kGeneration260, false},
+    {MSPTI_ACTIVITY_KIND_NODE_API, "NODE_API", sizeof(msptiActivityApi), kGeneration260, false},
+    {MSPTI_ACTIVITY_KIND_RUNTIME_API, "RUNTIME_API", sizeof(msptiActivityApi), kGeneration260, false},
 };
 
 inline constexpr size_t kActivityKindCount = sizeof(kActivityKinds) / sizeof(kActivityKinds[0]);
@@ -108,10 +75,6 @@ constexpr size_t recordSize(uint32_t kind) {
 constexpr const char* kindName(uint32_t kind) {
   const ActivityKindInfo* k = activityKind(kind);
   return k ? k->name : "UNKNOWN";
-}
-constexpr RecordRole recordRole(uint32_t kind) {
-  const ActivityKindInfo* k = activityKind(kind);
-  return k ? k->role : RecordRole::kNone;
 }
 // True when a library of `generation` knows `kind` (Enable accepts it).
 constexpr bool kindKnownTo(uint32_t kind, int generation) {

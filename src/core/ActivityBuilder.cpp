@@ -1,11 +1,11 @@
 #include "ActivityBuilder.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <tuple>
 #include <vector>
 
+#include "KindHandlers.h"
 #include "LinkResolver.h"
 #include "TorchCompat.h"
 
@@ -15,104 +15,35 @@ namespace {
 using libkineto::ActivityType;
 using libkineto::GenericTraceActivity;
 
-// Metadata keys, built once (kineto takes them as std::string). The collective keys are those of
-// kineto's NCCL rows, so tools that read CUDA traces find them.
+// Metadata keys every device row has, built once (kineto takes them as std::string); each kind's
+// own keys are with its handler (KindHandlers.cpp).
 const std::string kDevice = "device";
 const std::string kStream = "stream";
 const std::string kCorrelation = "correlation";
 const std::string kLink = "link";
-const std::string kType = "type";
-const std::string kCollective = "Collective name";
-const std::string kAlgorithm = "algorithm";
-const std::string kInNelems = "In msg nelems";
-const std::string kDtype = "dtype";
-const std::string kBytes = "bytes";
-const std::string kGroup = "Process Group Name";
-const std::string kBandwidth = "memory bandwidth (GB/s)";
-const std::string kCopyKind = "copy kind";
-const std::string kAsync = "async";
-const std::string kValue = "value";
 
 // What kineto's Chrome writer adds on each side of a GPU_USER_ANNOTATION, ns.
 constexpr int64_t kAnnotationWideningNs = 1;
 
-const char* copyKindShort(uint32_t kind) {
-  switch (kind) {
-    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
-    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
-    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
-    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
-    case MSPTI_ACTIVITY_MEMCPY_KIND_DEFAULT: return "Default";
-    default: return "Unknown";
-  }
-}
-
-// kineto's CUDA form "Memcpy HtoD (Pageable -> Device)"; MSPTI does not say whether host memory
-// is pinned, so the ends are named Host and Device.
-std::string copyName(uint32_t kind) {
-  switch (kind) {
-    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "Memcpy HtoH (Host -> Host)";
-    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "Memcpy HtoD (Host -> Device)";
-    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "Memcpy DtoH (Device -> Host)";
-    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "Memcpy DtoD (Device -> Device)";
-    default: return std::string("Memcpy ") + copyKindShort(kind);
-  }
-}
-
-double gigabytesPerSecond(uint64_t bytes, int64_t durationNs) {
-  return durationNs > 0 ? static_cast<double>(bytes) / static_cast<double>(durationNs) : 0.0;
-}
-
-ActivityType rowType(uint32_t kind) {
-  switch (kind) {
-    case MSPTI_ACTIVITY_KIND_MEMCPY: return ActivityType::GPU_MEMCPY;
-    case MSPTI_ACTIVITY_KIND_MEMSET: return ActivityType::GPU_MEMSET;
+ActivityType rowType(TraceRow row) {
+  switch (row) {
+    case TraceRow::kMemcpy: return ActivityType::GPU_MEMCPY;
+    case TraceRow::kMemset: return ActivityType::GPU_MEMSET;
     default: return ActivityType::CONCURRENT_KERNEL;  // kernels and collectives
   }
 }
 
-std::string rowName(const DeviceRecord& r) {
-  switch (r.kind) {
-    case MSPTI_ACTIVITY_KIND_MEMCPY: return copyName(r.subkind);
-    case MSPTI_ACTIVITY_KIND_MEMSET: return "Memset (Device)";
-    default: return r.name ? *r.name : std::string("unknown");
-  }
-}
+// A kind's facts (KindHandlers.h) written as the row's args: strings quoted, numbers as numbers.
+class MetadataFacts final : public RowFacts {
+ public:
+  explicit MetadataFacts(GenericTraceActivity& act) : act_(act) {}
+  void text(const std::string& key, const std::string& value) override { act_.addMetadataQuoted(key, value); }
+  void number(const std::string& key, uint64_t value) override { act_.addMetadata(key, value); }
+  void real(const std::string& key, double value) override { act_.addMetadata(key, value); }
 
-void addFacts(GenericTraceActivity& act, const DeviceRecord& r, SessionCounters& c) {
-  switch (r.kind) {
-    case MSPTI_ACTIVITY_KIND_KERNEL:
-      if (r.detail) act.addMetadataQuoted(kType, *r.detail);
-      ++c.kernels;
-      break;
-    case MSPTI_ACTIVITY_KIND_COMMUNICATION: {
-      const std::string collective = r.name ? collectiveName(*r.name) : "";
-      if (!collective.empty()) act.addMetadataQuoted(kCollective, collective);
-      if (r.detail) act.addMetadataQuoted(kAlgorithm, *r.detail);
-      act.addMetadata(kInNelems, r.count);
-      act.addMetadataQuoted(kDtype, communicationTypeName(r.subkind));
-      if (const uint32_t size = communicationTypeSize(r.subkind)) act.addMetadata(kBytes, r.count * size);
-      if (r.group) act.addMetadataQuoted(kGroup, *r.group);
-      ++c.communications;
-      break;
-    }
-    case MSPTI_ACTIVITY_KIND_MEMCPY:
-    case MSPTI_ACTIVITY_KIND_MEMSET: {
-      act.addMetadata(kBytes, r.count);
-      act.addMetadata(kBandwidth, gigabytesPerSecond(r.count, r.end - r.start));
-      if (r.kind == MSPTI_ACTIVITY_KIND_MEMCPY) {
-        act.addMetadataQuoted(kCopyKind, copyKindShort(r.subkind));
-        ++c.memcpys;
-      } else {
-        act.addMetadata(kValue, r.subkind);
-        ++c.memsets;
-      }
-      act.addMetadata(kAsync, r.isAsync ? 1 : 0);
-      break;
-    }
-    default: break;
-  }
-}
+ private:
+  GenericTraceActivity& act_;
+};
 
 // Where a launch event goes and how long it is; false when the launch gets none.
 bool placeLaunch(const Launch& l, const LinkDecision& d, const BuildContext& in, GenericTraceActivity& ev) {
@@ -143,44 +74,6 @@ bool placeLaunch(const Launch& l, const LinkDecision& d, const BuildContext& in,
 }
 
 }  // namespace
-
-std::string collectiveName(const std::string& msptiName) {
-  std::string s;
-  for (char ch : msptiName)
-    if (std::isalnum(static_cast<unsigned char>(ch)))
-      s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  // Longest first: "reducescatter" before "reduce", "allgather" before "gather".
-  static const std::pair<const char*, const char*> kKnown[] = {
-      {"reducescatter", "reduce_scatter"},
-      {"allreduce", "allreduce"},
-      {"allgather", "allgather"},
-      {"alltoallv", "all_to_allv"},
-      {"alltoall", "all_to_all"},
-      {"broadcast", "broadcast"},
-      {"barrier", "barrier"},
-      {"scatter", "scatter"},
-      {"gather", "gather"},
-      {"reduce", "reduce"},
-      {"send", "send"},
-      {"recv", "recv"},
-      {"receive", "recv"},
-  };
-  for (const auto& [needle, out] : kKnown)
-    if (s.find(needle) != std::string::npos) return out;
-  return "";
-}
-
-const char* communicationTypeName(uint32_t t) {
-  static const char* const kNames[] = {"Char",   "Short", "Int",      "Half",          "Float",       "Long",
-                                       "UInt64", "Byte",  "UInt16",   "UInt32",        "Double",      "BFloat16",
-                                       "Int128", "",      "HiFloat8", "Float8_e4m3fn", "Float8_e5m2", "Float8_e8m0fnu"};
-  return t < sizeof(kNames) / sizeof(kNames[0]) && *kNames[t] ? kNames[t] : "unknown";
-}
-
-uint32_t communicationTypeSize(uint32_t t) {
-  static const uint32_t kSizes[] = {1, 2, 4, 2, 4, 8, 8, 1, 2, 4, 8, 2, 16, 0, 1, 1, 1, 1};
-  return t < sizeof(kSizes) / sizeof(kSizes[0]) ? kSizes[t] : 0;
-}
 
 void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes,
                      SessionCounters& c) {
@@ -216,8 +109,9 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
       const DeviceRow& row = table.rows[k];
       const DeviceRecord& r = row.record;
       const int32_t stream = static_cast<int32_t>(r.streamId);
-      auto& act = *buffer.activities.emplace_back(
-          std::make_unique<GenericTraceActivity>(buffer.span, rowType(r.kind), rowName(r)));
+      const KindHandler& kind = kindHandler(r.kind);
+      auto& act = *buffer.activities.emplace_back(std::make_unique<GenericTraceActivity>(
+          buffer.span, rowType(kind.row), kind.rowName ? kind.rowName(r) : std::string("unknown")));
       act.startTime = r.start;
       act.endTime = r.end;
       act.id = launchId;
@@ -234,7 +128,11 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
       act.addMetadata(kStream, stream);
       act.addMetadata(kCorrelation, launchId);
       act.addMetadataQuoted(kLink, linkName);
-      addFacts(act, r, c);
+      if (kind.describe) {
+        MetadataFacts facts(act);
+        kind.describe(r, facts);
+      }
+      if (kind.rows) ++(c.*kind.rows);
       lanes.addStream(row.device, stream);
       ++c.deviceRows;
       for (const OpNode* n = d.op; n; n = in.ops->parent(*n)) {

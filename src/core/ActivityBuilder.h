@@ -52,12 +52,4 @@ struct BuildContext {
 void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes,
                      SessionCounters& counters);
 
-// "allreduce" for "hcom_allReduce__123_0_1": the collective of an HCCL/LCCL op name, in the
-// lower-case words torch's c10d ops and kineto's NCCL rows use; "" when not recognised.
-std::string collectiveName(const std::string& msptiName);
-// c10 scalar type name of an msptiCommunicationDataType ("Float" for FP32), and its size in
-// bytes (0 when unknown). Values from mspti.md 3.3.
-const char* communicationTypeName(uint32_t dataType);
-uint32_t communicationTypeSize(uint32_t dataType);
-
 }  // namespace torch_mspti

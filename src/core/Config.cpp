@@ -217,9 +217,10 @@ std::vector<uint32_t> parseVisibleDevices(const char* raw) {
 
 }  // namespace
 
-bool ConfigSnapshot::flag(const char* name) const {
-  const Setting* s = find(name);
-  return s && s->type == Type::kBool && this->*(s->boolField);
+const char* boolSettingName(bool ConfigSnapshot::* field) {
+  for (const Setting& s : kSettings)
+    if (s.type == Type::kBool && s.boolField == field) return s.name;
+  return nullptr;
 }
 
 std::optional<int64_t> parseSize(const std::string& text) {

@@ -52,10 +52,11 @@ struct ConfigSnapshot {
   // at every snapshot(), as is the raw variable (ldPreload) for libraryPreloaded().
   bool libmsptiPreloaded = false;
   std::string ldPreload;
-
-  // True when the setting `name` (e.g. "enable_kernels") is a bool that is on.
-  bool flag(const char* name) const;
 };
+
+// The name of the bool setting stored in `field` ("enable_kernels" for
+// &ConfigSnapshot::enableKernels); nullptr when no setting is stored there.
+const char* boolSettingName(bool ConfigSnapshot::* field);
 
 // Whether the MSPTI library loaded from `libraryPath` was preloaded at process start: LD_PRELOAD
 // names libmspti.so, or the loaded library's own file name (a library under another name, such as

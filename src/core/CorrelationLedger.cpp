@@ -71,16 +71,6 @@ LaunchClass classifyApiName(std::string_view name) {
   return LaunchClass::kNone;
 }
 
-LaunchClass classOfDeviceKind(uint32_t kind) {
-  switch (kind) {
-    case MSPTI_ACTIVITY_KIND_KERNEL: return LaunchClass::kKernel;
-    case MSPTI_ACTIVITY_KIND_COMMUNICATION: return LaunchClass::kCommunication;
-    case MSPTI_ACTIVITY_KIND_MEMCPY: return LaunchClass::kMemcpy;
-    case MSPTI_ACTIVITY_KIND_MEMSET: return LaunchClass::kMemset;
-    default: return LaunchClass::kNone;
-  }
-}
-
 int CorrelationLedger::bucket(const LaunchEntry& e) {
   if (e.deviceRecords > 0) return -1;
   if (e.launchClass != LaunchClass::kNone) return static_cast<int>(e.launchClass);

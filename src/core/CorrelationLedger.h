@@ -27,9 +27,6 @@
 
 namespace torch_mspti {
 
-// The device work a launch call starts.
-enum class LaunchClass : uint8_t { kNone = 0, kKernel, kCommunication, kMemcpy, kMemset, kCount };
-
 // Classifies an API record name: case-insensitive substrings "memcpy" -> kMemcpy, "memset" ->
 // kMemset, "hccl"/"hcom"/"lccl" -> kCommunication; the exact kernel-launch calls of the runtime
 // and ACL (LaunchKernelV2, rtKernelLaunch, aclrtLaunchKernel, ... : the table in the .cpp) ->
@@ -38,8 +35,6 @@ enum class LaunchClass : uint8_t { kNone = 0, kKernel, kCommunication, kMemcpy, 
 // naming launches otherwise leaves them unclassified, which costs the drain its early exit and
 // the link its launch time (the earliest API record of the id is used then), never a wrong link.
 LaunchClass classifyApiName(std::string_view name);
-// The class of device work a device record of `kind` is.
-LaunchClass classOfDeviceKind(uint32_t kind);
 
 struct LaunchEntry {
   uint64_t opHint = 0;     // first CUSTOM0 external id (torch's op id), 0 = none

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "ActivityKinds.h"
+#include "KindHandlers.h"
 
 namespace torch_mspti {
 namespace {
@@ -16,13 +17,9 @@ int64_t realtimeNs() {
       .count();
 }
 
-// Kinds whose records Disable does not pull in: MSPTI's Disable flushes the driver channels of
-// MARKER, KERNEL, HCCL and COMMUNICATION only (mspti.md 2.3). Memory copies, memsets and memory
-// records come through the ACL memory hooks or the runtime's reports, on their own schedule.
-bool notPulledByDisable(msptiActivityKind kind) {
-  return kind == MSPTI_ACTIVITY_KIND_MEMCPY || kind == MSPTI_ACTIVITY_KIND_MEMSET || kind == MSPTI_ACTIVITY_KIND_MEMORY;
-}
-bool pulledByDisable(msptiActivityKind kind) { return !notPulledByDisable(kind); }
+// Whether MSPTI's Disable pulls the kind's records in: the kind table's fact (KindHandlers.h).
+bool pulledByDisable(msptiActivityKind kind) { return kindHandler(kind).pulledByDisable; }
+bool notPulledByDisable(msptiActivityKind kind) { return !pulledByDisable(kind); }
 
 uint32_t bit(LaunchClass c) { return 1u << static_cast<int>(c); }
 

@@ -13,6 +13,7 @@
 #include "ExitGuard.h"
 #include "ForkGuard.h"
 #include "JsonWriter.h"
+#include "KindHandlers.h"
 #include "MsptiActivityApi.h"
 #include "OpTimeline.h"
 
@@ -41,13 +42,13 @@ void guard(std::vector<std::string>& errors, const char* where, Fn&& fn) noexcep
   }
 }
 
-// The kineto activity type whose request makes a device row kind worth collecting.
-bool requested(const std::set<ActivityType>& types, TraceRow row, RecordRole role) {
+// Whether torch asked for the kineto activity type a kind's device rows become.
+bool requested(const std::set<ActivityType>& types, TraceRow row) {
   switch (row) {
     case TraceRow::kKernel: return types.count(ActivityType::CONCURRENT_KERNEL) > 0;
     case TraceRow::kMemcpy: return types.count(ActivityType::GPU_MEMCPY) > 0;
     case TraceRow::kMemset: return types.count(ActivityType::GPU_MEMSET) > 0;
-    case TraceRow::kNone: return role == RecordRole::kApi || role == RecordRole::kExternalCorrelation;
+    case TraceRow::kNone: return false;
   }
   return false;
 }
@@ -192,9 +193,10 @@ bool MsptiActivityProfilerSession::arm() {
   }
   // Device kinds first (the ones requested and switched on), then the kinds that describe launches.
   bool anyDevice = false;
-  for (const ActivityKindInfo& k : kActivityKinds) {
-    if (k.row == TraceRow::kNone || !*k.setting || !deps_.config.flag(k.setting)) continue;
-    if (!requested(types_, k.row, k.role)) continue;
+  for (const ActivityKindInfo& info : kActivityKinds) {
+    const KindHandler& k = kindHandler(info.kind);
+    if (k.row == TraceRow::kNone || !k.enabledBy || !(deps_.config.*k.enabledBy)) continue;
+    if (!requested(types_, k.row)) continue;
     const bool ok = enable(k.kind, /*report=*/k.kind == MSPTI_ACTIVITY_KIND_KERNEL);
     if (k.kind == MSPTI_ACTIVITY_KIND_KERNEL && !ok) {
       kernelsNotEnabled_ = true;
@@ -298,7 +300,7 @@ int64_t MsptiActivityProfilerSession::drainLibrary(const DeviceSync& sync) {
     return std::find(enabledKinds_.begin(), enabledKinds_.end(), kind) != enabledKinds_.end();
   };
   for (auto kind : enabledKinds_) {
-    const LaunchClass c = classOfDeviceKind(kind);
+    const LaunchClass c = kindHandler(kind).answers;
     if (c != LaunchClass::kNone) in.waitFor |= waitBit(c);
     if (kind == MSPTI_ACTIVITY_KIND_KERNEL) in.waitFor |= waitBit(LaunchClass::kNone);
   }
@@ -385,8 +387,7 @@ SessionFacts MsptiActivityProfilerSession::facts() const {
   f.overCap = counters_.overCap;
   f.staleRecords = counters_.staleRecords;
   f.copiesNote = copiesNote_;
-  for (auto kind : enabledKinds_)
-    f.apiRecordsCollected |= kind == MSPTI_ACTIVITY_KIND_RUNTIME_API || kind == MSPTI_ACTIVITY_KIND_API;
+  for (auto kind : enabledKinds_) f.apiRecordsCollected |= kindHandler(kind).keptAs == KeptAs::kApiCall;
   f.clockUntrusted = hostClock_ && hostClock_->kind() == HostClock::Kind::kUntrusted;
   if (store_) {
     f.kernelRecords = store_->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL];

@@ -1,6 +1,7 @@
 // Walks one completed MSPTI activity buffer and copies out what the plugin keeps.
 //
-// The walk is our own, by the kind table (ActivityKinds.h), rather than
+// The walk is our own, by the kind tables (ActivityKinds.h: record sizes; KindHandlers.h: what is
+// kept and how each kind is read), rather than
 // msptiActivityGetNextRecord: that function keeps a thread-local cursor, ignores its `record`
 // argument and leaves the cursor stale after an unknown kind (mspti.md 2.3, 6 item 2), so one odd
 // record could corrupt the walk of the next buffer on the same thread. Layout rules are the

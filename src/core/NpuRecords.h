@@ -11,6 +11,10 @@
 
 namespace torch_mspti {
 
+// The device work a launch call starts (the kind table, KindHandlers.h, says which kind's records
+// complete which class).
+enum class LaunchClass : uint8_t { kNone = 0, kKernel, kCommunication, kMemcpy, kMemset, kCount };
+
 // Work that ran on a device stream: a KERNEL, COMMUNICATION, MEMCPY or MEMSET record.
 struct DeviceRecord {
   int64_t start = 0;  // ns since the epoch (device clock converted by MSPTI)

@@ -8,6 +8,7 @@
 
 #include "ActivityBuilder.h"
 #include "FakeOps.h"
+#include "KindHandlers.h"
 #include "StoreFill.h"
 
 namespace torch_mspti::test {

@@ -56,10 +56,9 @@ TEST_F(ConfigTest, DefaultsComeFromTheTable) {
   EXPECT_FALSE(d.allowMissingProfapi);
   EXPECT_TRUE(d.synchronizeDevices && d.enableKernels && d.enableExternalCorrelation && d.enableApiRecords &&
               d.enableCommunication && d.enableMemcpyMemset);
-  EXPECT_TRUE(d.flag("enable_kernels"));
-  EXPECT_FALSE(d.flag("allow_missing_profapi"));
-  EXPECT_FALSE(d.flag("buffer_size"));  // not a bool
-  EXPECT_FALSE(d.flag("no_such_setting"));
+  EXPECT_STREQ(boolSettingName(&ConfigSnapshot::enableKernels), "enable_kernels");
+  EXPECT_STREQ(boolSettingName(&ConfigSnapshot::allowMissingProfapi), "allow_missing_profapi");
+  EXPECT_EQ(boolSettingName(&ConfigSnapshot::libmsptiPreloaded), nullptr);  // read from LD_PRELOAD, not a setting
   // Each setting is described, and the environment variable follows its name.
   for (const SettingInfo& s : Config::settings()) {
     EXPECT_FALSE(s.description.empty()) << s.name;

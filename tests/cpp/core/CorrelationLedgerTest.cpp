@@ -48,11 +48,6 @@ TEST(CorrelationLedger, ClassifiesLaunchCallsByName) {
   EXPECT_EQ(classifyApiName("aclrtLaunchKernelWithConfig"), LaunchClass::kKernel);
   EXPECT_EQ(classifyApiName("rtLaunchKernelByFuncHandleV3"), LaunchClass::kKernel);
   EXPECT_EQ(classifyApiName(""), LaunchClass::kNone);
-  EXPECT_EQ(classOfDeviceKind(MSPTI_ACTIVITY_KIND_KERNEL), LaunchClass::kKernel);
-  EXPECT_EQ(classOfDeviceKind(MSPTI_ACTIVITY_KIND_COMMUNICATION), LaunchClass::kCommunication);
-  EXPECT_EQ(classOfDeviceKind(MSPTI_ACTIVITY_KIND_MEMCPY), LaunchClass::kMemcpy);
-  EXPECT_EQ(classOfDeviceKind(MSPTI_ACTIVITY_KIND_MEMSET), LaunchClass::kMemset);
-  EXPECT_EQ(classOfDeviceKind(MSPTI_ACTIVITY_KIND_API), LaunchClass::kNone);
 }
 
 TEST(CorrelationLedger, LaunchesArePendingPerClassUntilTheirDeviceRowArrives) {

@@ -1,0 +1,268 @@
+#include "KindHandlers.h"
+
+#include <cctype>
+#include <cstring>
+#include <utility>
+
+namespace torch_mspti {
+namespace {
+
+// Metadata keys, built once. The collective keys are those of kineto's NCCL rows, so tools that
+// read CUDA traces find them.
+const std::string kType = "type";
+const std::string kCollective = "Collective name";
+const std::string kAlgorithm = "algorithm";
+const std::string kInNelems = "In msg nelems";
+const std::string kDtype = "dtype";
+const std::string kBytes = "bytes";
+const std::string kGroup = "Process Group Name";
+const std::string kBandwidth = "memory bandwidth (GB/s)";
+const std::string kCopyKind = "copy kind";
+const std::string kAsync = "async";
+const std::string kValue = "value";
+
+// Enum fields are read as integers: a buffer may hold any value there, and loading an enum
+// outside its range is undefined behaviour (found by tests/fuzz with UBSan).
+uint32_t rawField(const uint8_t* record, size_t offset) {
+  uint32_t v = 0;
+  std::memcpy(&v, record + offset, sizeof(v));
+  return v;
+}
+
+// Records are copied into aligned locals: packed fields (8-byte values at offset 4) are then read
+// safely.
+template <class Record>
+Record load(const uint8_t* p) {
+  Record r;
+  std::memcpy(&r, p, sizeof(r));
+  return r;
+}
+
+// A device row with the fields every device record has: kind, times, correlation id, and where it
+// ran (`device`, `stream`: the record's own fields, which sit in a struct in some kinds).
+template <class Record>
+DeviceRecord& appendDeviceRow(RecordReader& in, uint32_t kind, const Record& rec, uint32_t device, uint32_t stream) {
+  DeviceRecord& r = in.out.devices.emplace_back();
+  r.kind = kind;
+  r.start = static_cast<int64_t>(rec.start);
+  r.end = static_cast<int64_t>(rec.end);
+  r.correlationId = rec.correlationId;
+  r.deviceId = device;
+  r.streamId = stream;
+  return r;
+}
+
+double gigabytesPerSecond(uint64_t bytes, int64_t durationNs) {
+  return durationNs > 0 ? static_cast<double>(bytes) / static_cast<double>(durationNs) : 0.0;
+}
+
+std::string nameOf(const DeviceRecord& r) { return r.name ? *r.name : std::string("unknown"); }
+
+// --- KERNEL: a kernel that ran on a device stream (msptiActivityKernel, mspti.md 3.2)
+
+void readKernel(const uint8_t* p, uint32_t kind, RecordReader& in) {
+  const auto k = load<msptiActivityKernel>(p);
+  DeviceRecord& r = appendDeviceRow(in, kind, k, k.ds.deviceId, k.ds.streamId);
+  r.name = in.intern(k.name);
+  r.detail = in.intern(k.type);
+}
+
+void describeKernel(const DeviceRecord& r, RowFacts& out) {
+  if (r.detail) out.text(kType, *r.detail);
+}
+
+// --- COMMUNICATION: a collective that ran on a device stream (msptiActivityCommunication,
+// mspti.md 3.3)
+
+void readCommunication(const uint8_t* p, uint32_t kind, RecordReader& in) {
+  const auto c = load<msptiActivityCommunication>(p);
+  DeviceRecord& r = appendDeviceRow(in, kind, c, c.ds.deviceId, c.ds.streamId);
+  r.subkind = rawField(p, offsetof(msptiActivityCommunication, dataType));
+  r.count = c.count;
+  r.name = in.intern(c.name);
+  r.detail = in.intern(c.algType);
+  r.group = in.intern(c.commName);
+}
+
+void describeCommunication(const DeviceRecord& r, RowFacts& out) {
+  const std::string collective = r.name ? collectiveName(*r.name) : "";
+  if (!collective.empty()) out.text(kCollective, collective);
+  if (r.detail) out.text(kAlgorithm, *r.detail);
+  out.number(kInNelems, r.count);
+  out.text(kDtype, communicationTypeName(r.subkind));
+  if (const uint32_t size = communicationTypeSize(r.subkind)) out.number(kBytes, r.count * size);
+  if (r.group) out.text(kGroup, *r.group);
+}
+
+// --- MEMCPY: a copy task on a device stream (msptiActivityMemcpy, mspti.md 3.2)
+
+const char* copyKindShort(uint32_t kind) {
+  switch (kind) {
+    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_DEFAULT: return "Default";
+    default: return "Unknown";
+  }
+}
+
+void readMemcpy(const uint8_t* p, uint32_t kind, RecordReader& in) {
+  const auto m = load<msptiActivityMemcpy>(p);
+  DeviceRecord& r = appendDeviceRow(in, kind, m, m.deviceId, m.streamId);
+  r.subkind = rawField(p, offsetof(msptiActivityMemcpy, copyKind));
+  r.count = m.bytes;
+  r.isAsync = m.isAsync != 0;
+}
+
+// kineto's CUDA form "Memcpy HtoD (Pageable -> Device)"; MSPTI does not say whether host memory
+// is pinned, so the ends are named Host and Device.
+std::string memcpyName(const DeviceRecord& r) {
+  switch (r.subkind) {
+    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "Memcpy HtoH (Host -> Host)";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "Memcpy HtoD (Host -> Device)";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "Memcpy DtoH (Device -> Host)";
+    case MSPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "Memcpy DtoD (Device -> Device)";
+    default: return std::string("Memcpy ") + copyKindShort(r.subkind);
+  }
+}
+
+void describeMemcpy(const DeviceRecord& r, RowFacts& out) {
+  out.number(kBytes, r.count);
+  out.real(kBandwidth, gigabytesPerSecond(r.count, r.end - r.start));
+  out.text(kCopyKind, copyKindShort(r.subkind));
+  out.number(kAsync, r.isAsync ? 1 : 0);
+}
+
+// --- MEMSET: a memset task on a device stream (msptiActivityMemset, mspti.md 3.2)
+
+void readMemset(const uint8_t* p, uint32_t kind, RecordReader& in) {
+  const auto m = load<msptiActivityMemset>(p);
+  DeviceRecord& r = appendDeviceRow(in, kind, m, m.deviceId, m.streamId);
+  r.subkind = m.value;
+  r.count = m.bytes;
+  r.isAsync = m.isAsync != 0;
+}
+
+std::string memsetName(const DeviceRecord&) { return "Memset (Device)"; }
+
+void describeMemset(const DeviceRecord& r, RowFacts& out) {
+  out.number(kBytes, r.count);
+  out.real(kBandwidth, gigabytesPerSecond(r.count, r.end - r.start));
+  out.number(kValue, r.subkind);
+  out.number(kAsync, r.isAsync ? 1 : 0);
+}
+
+// --- API, ACL_API, NODE_API, RUNTIME_API: a host API call (msptiActivityApi, mspti.md 3.2)
+
+void readApi(const uint8_t* p, uint32_t kind, RecordReader& in) {
+  const auto a = load<msptiActivityApi>(p);
+  in.out.apis.push_back({static_cast<int64_t>(a.start), static_cast<int64_t>(a.end), a.pt.processId, a.pt.threadId,
+                         a.correlationId, kind, in.intern(a.name)});
+}
+
+// --- EXTERNAL_CORRELATION: an external id bound to a launch (msptiActivityExternalCorrelation)
+
+void readExternalCorrelation(const uint8_t* p, uint32_t, RecordReader& in) {
+  const auto e = load<msptiActivityExternalCorrelation>(p);
+  in.out.externals.push_back(
+      {rawField(p, offsetof(msptiActivityExternalCorrelation, externalKind)), e.externalId, e.correlationId});
+}
+
+using C = ConfigSnapshot;
+using S = SessionCounters;
+
+// One row per kind, indexed by the kind's value. MARKER, HCCL and MEMORY are walked and counted,
+// not collected.
+constexpr KindHandler kKindHandlers[] = {
+    {MSPTI_ACTIVITY_KIND_INVALID, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, nullptr,
+     nullptr, nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_MARKER, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, nullptr, nullptr,
+     nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_KERNEL, &C::enableKernels, KeptAs::kDeviceRow, TraceRow::kKernel, LaunchClass::kKernel, true,
+     &S::kernels, &readKernel, &nameOf, &describeKernel},
+    {MSPTI_ACTIVITY_KIND_API, &C::enableApiRecords, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true,
+     nullptr, &readApi, nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_HCCL, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, nullptr, nullptr,
+     nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_MEMORY, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, false, nullptr,
+     nullptr, nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_MEMSET, &C::enableMemcpyMemset, KeptAs::kDeviceRow, TraceRow::kMemset, LaunchClass::kMemset,
+     false, &S::memsets, &readMemset, &memsetName, &describeMemset},
+    {MSPTI_ACTIVITY_KIND_MEMCPY, &C::enableMemcpyMemset, KeptAs::kDeviceRow, TraceRow::kMemcpy, LaunchClass::kMemcpy,
+     false, &S::memcpys, &readMemcpy, &memcpyName, &describeMemcpy},
+    {MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, &C::enableExternalCorrelation, KeptAs::kExternalCorrelation,
+     TraceRow::kNone, LaunchClass::kNone, true, nullptr, &readExternalCorrelation, nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_COMMUNICATION, &C::enableCommunication, KeptAs::kDeviceRow, TraceRow::kKernel,
+     LaunchClass::kCommunication, true, &S::communications, &readCommunication, &nameOf, &describeCommunication},
+    // ACL_API and NODE_API are kept when a library gives them (MSPTI 26.0), never enabled: the
+    // launch calls are RUNTIME_API records (mspti.md 3.2, 8).
+    {MSPTI_ACTIVITY_KIND_ACL_API, nullptr, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true, nullptr,
+     &readApi, nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_NODE_API, nullptr, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true, nullptr,
+     &readApi, nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_RUNTIME_API, &C::enableApiRecords, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true,
+     nullptr, &readApi, nullptr, nullptr},
+};
+
+static_assert(sizeof(kKindHandlers) / sizeof(kKindHandlers[0]) == kActivityKindCount, "one row per MSPTI kind");
+
+constexpr bool handlersInOrderAndComplete() {
+  for (size_t i = 0; i < kActivityKindCount; ++i) {
+    const KindHandler& h = kKindHandlers[i];
+    if (static_cast<size_t>(h.kind) != i) return false;
+    // A kept device row has all its handlers and a row to become; nothing else has a row.
+    const bool device = h.keptAs == KeptAs::kDeviceRow;
+    if (device != (h.row != TraceRow::kNone)) return false;
+    if (device && (!h.rowName || !h.describe || !h.rows || h.answers == LaunchClass::kNone)) return false;
+    if ((h.keptAs == KeptAs::kNothing) != (h.read == nullptr)) return false;
+  }
+  return true;
+}
+static_assert(handlersInOrderAndComplete(), "kKindHandlers: indexed by kind, each kept kind with its handlers");
+
+}  // namespace
+
+const KindHandler& kindHandler(uint32_t kind) {
+  return kind < kActivityKindCount ? kKindHandlers[kind] : kKindHandlers[MSPTI_ACTIVITY_KIND_INVALID];
+}
+
+std::string collectiveName(const std::string& msptiName) {
+  std::string s;
+  for (char ch : msptiName)
+    if (std::isalnum(static_cast<unsigned char>(ch)))
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  // Longest first: "reducescatter" before "reduce", "allgather" before "gather".
+  static const std::pair<const char*, const char*> kKnown[] = {
+      {"reducescatter", "reduce_scatter"},
+      {"allreduce", "allreduce"},
+      {"allgather", "allgather"},
+      {"alltoallv", "all_to_allv"},
+      {"alltoall", "all_to_all"},
+      {"broadcast", "broadcast"},
+      {"barrier", "barrier"},
+      {"scatter", "scatter"},
+      {"gather", "gather"},
+      {"reduce", "reduce"},
+      {"send", "send"},
+      {"recv", "recv"},
+      {"receive", "recv"},
+  };
+  for (const auto& [needle, out] : kKnown)
+    if (s.find(needle) != std::string::npos) return out;
+  return "";
+}
+
+const char* communicationTypeName(uint32_t t) {
+  static const char* const kNames[] = {"Char",   "Short", "Int",      "Half",          "Float",       "Long",
+                                       "UInt64", "Byte",  "UInt16",   "UInt32",        "Double",      "BFloat16",
+                                       "Int128", "",      "HiFloat8", "Float8_e4m3fn", "Float8_e5m2", "Float8_e8m0fnu"};
+  return t < sizeof(kNames) / sizeof(kNames[0]) && *kNames[t] ? kNames[t] : "unknown";
+}
+
+uint32_t communicationTypeSize(uint32_t t) {
+  static const uint32_t kSizes[] = {1, 2, 4, 2, 4, 8, 8, 1, 2, 4, 8, 2, 16, 0, 1, 1, 1, 1};
+  return t < sizeof(kSizes) / sizeof(kSizes[0]) ? kSizes[t] : 0;
+}
+
+}  // namespace torch_mspti
