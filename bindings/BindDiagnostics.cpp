@@ -114,6 +114,7 @@ nb::dict capabilities(const LibraryReport& r, const std::vector<EnableOutcome>& 
           : nb::object(nb::bool_(nb::cast<bool>(nb::bool_(runtimeApi)) || nb::cast<bool>(nb::bool_(api))));
   caps["communication"] = observed(MSPTI_ACTIVITY_KIND_COMMUNICATION, "communication");
   caps["memcpy_memset"] = observed(MSPTI_ACTIVITY_KIND_MEMCPY, "memcpy_memset");
+  caps["memory"] = observed(MSPTI_ACTIVITY_KIND_MEMORY, "memory");
   caps["is_enabled"] = nb::bool_(has("msptiActivityIsEnabled"));
   return caps;
 }
@@ -288,12 +289,14 @@ void bindDiagnostics(nb::module_& m) {
         d["privateuse1_profiler_registry"] = compat::kHasPrivateUse1ProfilerRegistry;
         d["session_metadata"] = compat::kSessionMetadata ? "getMetadata" : "addMetadata";
         d["flow_id_bits"] = compat::kFlowIdBits;
+        d["counter_events"] = compat::kCounterEvents;
         return d;
       },
       "What this build was compiled against (src/core/TorchCompat.h): built_for (torch version),\n"
       "privateuse1_profiler_registry (torch has PrivateUse1ProfilerRegistry), session_metadata\n"
       "(how the health report reaches the trace: kineto's getMetadata, or addMetadata on older\n"
-      "kineto) and flow_id_bits (27 or 32: the width of kineto's flow ids). Constant data.");
+      "kineto), flow_id_bits (27 or 32: the width of kineto's flow ids) and counter_events (kineto\n"
+      "writes counter tracks, so the NPU memory counter is in the trace). Constant data.");
   m.def(
       "link_states",
       [] {

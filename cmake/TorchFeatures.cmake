@@ -22,6 +22,7 @@ endif()
 file(READ "${KINETO_INC}/IActivityProfiler.h" _iap)
 file(READ "${KINETO_INC}/output_base.h" _ob)
 file(READ "${KINETO_INC}/GenericTraceActivity.h" _gta)
+file(READ "${KINETO_INC}/ActivityType.h" _at)
 
 # IActivityProfilerSession::getMetadata() (kineto #1057, March 2025): kineto merges a child
 # session's key/values into the trace's metadata. Without it the session hands its report to
@@ -53,8 +54,17 @@ else()
   set(TORCH_MSPTI_KINETO_FLOW_ID_BITS 32)
 endif()
 
+# Counter events (kineto #1303, March 2026): ActivityType::MTIA_COUNTERS with
+# GenericTraceActivity::addCounterValue, which kineto's Chrome writer turns into "ph": "C" events
+# (a counter track in Perfetto and chrome://tracing). Older kineto has no counter output.
+if(_at MATCHES "MTIA_COUNTERS" AND _gta MATCHES "addCounterValue")
+  set(TORCH_MSPTI_KINETO_COUNTER_EVENTS 1)
+else()
+  set(TORCH_MSPTI_KINETO_COUNTER_EVENTS 0)
+endif()
+
 set(TORCH_MSPTI_FEATURE_SUMMARY
-    "registry=${TORCH_MSPTI_HAS_PRIVATEUSE1_PROFILER_REGISTRY} session_metadata=${TORCH_MSPTI_KINETO_SESSION_METADATA} flow_id_bits=${TORCH_MSPTI_KINETO_FLOW_ID_BITS}")
+    "registry=${TORCH_MSPTI_HAS_PRIVATEUSE1_PROFILER_REGISTRY} session_metadata=${TORCH_MSPTI_KINETO_SESSION_METADATA} flow_id_bits=${TORCH_MSPTI_KINETO_FLOW_ID_BITS} counter_events=${TORCH_MSPTI_KINETO_COUNTER_EVENTS}")
 message(STATUS "torch-mspti: torch ${TORCH_VERSION_FULL} features: ${TORCH_MSPTI_FEATURE_SUMMARY}")
 
 set(_features_dir "${CMAKE_BINARY_DIR}/generated")
@@ -68,6 +78,7 @@ file(CONFIGURE OUTPUT "${_features_dir}/torch_mspti_torch_features.h" CONTENT
 #define TORCH_MSPTI_KINETO_LOGGER_MEMORY_TRACE @TORCH_MSPTI_KINETO_LOGGER_MEMORY_TRACE@
 #define TORCH_MSPTI_KINETO_DEVICE_INFO_TIME @TORCH_MSPTI_KINETO_DEVICE_INFO_TIME@
 #define TORCH_MSPTI_KINETO_FLOW_ID_BITS @TORCH_MSPTI_KINETO_FLOW_ID_BITS@
+#define TORCH_MSPTI_KINETO_COUNTER_EVENTS @TORCH_MSPTI_KINETO_COUNTER_EVENTS@
 " @ONLY)
 
 add_library(torch_mspti_torch_features INTERFACE)

@@ -30,6 +30,7 @@ BOOL_SETTINGS = [
     "enable_api_records",
     "enable_communication",
     "enable_memcpy_memset",
+    "enable_memory",
 ]
 
 

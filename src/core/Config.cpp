@@ -97,6 +97,10 @@ const Setting kSettings[] = {
     {"enable_memcpy_memset", nullptr, Type::kBool, "", "true",
      "collect MEMCPY/MEMSET records (need libmspti.so in LD_PRELOAD from process start)", nullptr,
      &ConfigSnapshot::enableMemcpyMemset},
+    {"enable_memory", nullptr, Type::kBool, "", "true",
+     "collect MEMORY records: the runtime's device allocations and releases (need libmspti.so in LD_PRELOAD "
+     "from process start)",
+     nullptr, &ConfigSnapshot::enableMemory},
 };
 
 const Setting* find(const std::string& name) {

@@ -45,6 +45,7 @@ struct ConfigSnapshot {
   bool enableApiRecords = false;
   bool enableCommunication = false;
   bool enableMemcpyMemset = false;
+  bool enableMemory = false;
   // ASCEND_RT_VISIBLE_DEVICES as a list of physical ids (index = torch's logical device); empty
   // when unset, meaning logical == physical. Read at every snapshot().
   std::vector<uint32_t> visibleDevices;

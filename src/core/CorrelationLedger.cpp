@@ -56,6 +56,23 @@ constexpr std::string_view kKernelLaunches[] = {
     "rtVectorCoreKernelLaunch",
 };
 
+// The ACL calls whose interposed hook writes a MEMORY record (MSPTI a389160
+// csrc/common/inject/acl_mem_inject.cpp, mspti.md 5.8). Host allocations and physical-memory
+// handles mint an id but write none.
+constexpr std::string_view kMemoryCalls[] = {
+    "aclrtFree",
+    "aclrtMalloc",
+    "aclrtMallocCached",
+    "aclrtMallocForTaskScheduler",
+    "aclrtMallocWithCfg",
+    "aclrtReleaseMemAddress",
+    "aclrtReserveMemAddress",
+};
+
+bool isMemoryCall(std::string_view name) {
+  return std::binary_search(std::begin(kMemoryCalls), std::end(kMemoryCalls), name);
+}
+
 bool isKernelLaunch(std::string_view name) {
   return std::binary_search(std::begin(kKernelLaunches), std::end(kKernelLaunches), name);
 }
@@ -68,6 +85,7 @@ LaunchClass classifyApiName(std::string_view name) {
   if (containsNoCase(name, "hccl") || containsNoCase(name, "hcom") || containsNoCase(name, "lccl"))
     return LaunchClass::kCommunication;
   if (isKernelLaunch(name)) return LaunchClass::kKernel;
+  if (isMemoryCall(name)) return LaunchClass::kMemory;
   return LaunchClass::kNone;
 }
 
@@ -132,9 +150,13 @@ void CorrelationLedger::noteApi(const ApiRecord& api, int64_t index) {
   recount(before, entry);
 }
 
-void CorrelationLedger::noteDevice(const DeviceRecord& d) {
-  if (d.correlationId == 0 || d.correlationId <= staleBelow_) return;
-  LaunchEntry& entry = entries_[d.correlationId];
+void CorrelationLedger::noteDevice(const DeviceRecord& d) { noteAnswer(d.correlationId); }
+
+void CorrelationLedger::noteMemory(const MemoryRecord& m) { noteAnswer(m.correlationId); }
+
+void CorrelationLedger::noteAnswer(uint64_t id) {
+  if (id == 0 || id <= staleBelow_) return;
+  LaunchEntry& entry = entries_[id];
   const LaunchEntry before = entry;
   ++entry.deviceRecords;
   recount(before, entry);

@@ -30,7 +30,9 @@ namespace torch_mspti {
 // Classifies an API record name: case-insensitive substrings "memcpy" -> kMemcpy, "memset" ->
 // kMemset, "hccl"/"hcom"/"lccl" -> kCommunication; the exact kernel-launch calls of the runtime
 // and ACL (LaunchKernelV2, rtKernelLaunch, aclrtLaunchKernel, ... : the table in the .cpp) ->
-// kKernel; anything else -> kNone (a call that launches nothing, aclrtLaunchCallback included).
+// kKernel; the ACL allocation calls that MSPTI records as MEMORY (aclrtMalloc, aclrtFree, ...:
+// the table in the .cpp) -> kMemory; anything else -> kNone (a call that launches nothing,
+// aclrtLaunchCallback and aclrtMallocHost included).
 // The names are those of the CANN runtime and ACL APIs MSPTI reports (mspti.md 4); a library
 // naming launches otherwise leaves them unclassified, which costs the drain its early exit and
 // the link its launch time (the earliest API record of the id is used then), never a wrong link.
@@ -57,6 +59,8 @@ class CorrelationLedger {
   // `api` is the record at `index` of the store's API records.
   void noteApi(const ApiRecord& api, int64_t index);
   void noteDevice(const DeviceRecord& d);
+  // A MEMORY record answers its allocation call as a device row answers its launch.
+  void noteMemory(const MemoryRecord& m);
   // A device record that is not kept (over the store's cap): ends its launch's wait when the id
   // has an entry, never adds one.
   void noteDeviceIfKnown(const DeviceRecord& d);
@@ -110,6 +114,7 @@ class CorrelationLedger {
   const uint64_t staleBelow_;
   std::unordered_map<uint64_t, LaunchEntry> entries_;
   // Pending launches per LaunchClass (index kNone = known only from external records).
+  void noteAnswer(uint64_t correlationId);
   uint64_t pending_[static_cast<int>(LaunchClass::kCount)] = {};
   uint64_t apiCalls_[static_cast<int>(LaunchClass::kCount)] = {};
   bool knows_ = false;

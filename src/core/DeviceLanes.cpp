@@ -27,7 +27,8 @@ std::vector<libkineto::ResourceInfo> DeviceLanes::resourceInfos() const {
   std::vector<libkineto::ResourceInfo> out;
   out.reserve(streams_.size() + launchThreads_.size());
   for (const auto& [dev, stream] : streams_) {
-    out.push_back(compat::makeResourceInfo(dev, stream, stream, fmt::format("stream {}", stream)));
+    out.push_back(compat::makeResourceInfo(
+        dev, stream, stream, stream == kMemoryLane ? std::string("NPU memory") : fmt::format("stream {}", stream)));
   }
   for (const auto& [pid, tid] : launchThreads_) {
     out.push_back(compat::makeResourceInfo(pid, tid, tid, fmt::format("NPU launch thread {}", tid)));

@@ -7,7 +7,9 @@
 // is a thread lane "stream N" sorted by stream id. A launch thread that runs no op (torch_npu's
 // task queue, a housekeeping thread) is unknown to kineto, which names only threads with CPU
 // activities: the plugin names it "NPU launch thread <tid>" in the CPU process. Threads that run
-// ops keep kineto's name (the plugin names only lanes it owns).
+// ops keep kineto's name (the plugin names only lanes it owns). A device with MEMORY records has
+// one more lane, "NPU memory" (kMemoryLane, after every stream: stream ids have 16 bits,
+// mspti.md 4), for the runtime's allocations and its memory counter track (MemoryEvents.h).
 // Thread-safety: none (one session, kineto's processing thread).
 #pragma once
 
@@ -20,6 +22,8 @@
 
 namespace torch_mspti {
 
+inline constexpr int32_t kMemoryLane = 0x10000;
+
 class DeviceLanes {
  public:
   void addStream(int32_t device, int32_t stream) { streams_.emplace(device, stream); }
@@ -29,6 +33,7 @@ class DeviceLanes {
   // 0x1000000 + n), so that each device process has one consistent description.
   void usePeerNames(bool on) { peerNames_ = on; }
   void addLaunchThread(int32_t pid, int32_t tid) { launchThreads_.emplace(pid, tid); }
+  void addMemoryLane(int32_t device) { streams_.emplace(device, kMemoryLane); }
   std::vector<int32_t> devices() const;
 
   libkineto::DeviceInfo deviceInfo(int32_t device) const;

@@ -153,6 +153,23 @@ void describeMemset(const DeviceRecord& r, RowFacts& out) {
   out.number(kAsync, r.isAsync ? 1 : 0);
 }
 
+// --- MEMORY: a runtime allocation or release (msptiActivityMemory, mspti.md 3.4, 5.8)
+
+void readMemory(const uint8_t* p, uint32_t, RecordReader& in) {
+  const auto m = load<msptiActivityMemory>(p);
+  MemoryRecord& r = in.out.memory.emplace_back();
+  r.start = static_cast<int64_t>(m.start);
+  r.end = static_cast<int64_t>(m.end);
+  r.correlationId = m.correlationId;
+  r.address = m.address;
+  r.bytes = m.bytes;
+  r.deviceId = m.deviceId;
+  r.streamId = m.streamId;
+  r.processId = m.processId;
+  r.operation = rawField(p, offsetof(msptiActivityMemory, memoryOperationType));
+  r.memoryKind = rawField(p, offsetof(msptiActivityMemory, memoryKind));
+}
+
 // --- API, ACL_API, NODE_API, RUNTIME_API: a host API call (msptiActivityApi, mspti.md 3.2)
 
 void readApi(const uint8_t* p, uint32_t kind, RecordReader& in) {
@@ -172,8 +189,8 @@ void readExternalCorrelation(const uint8_t* p, uint32_t, RecordReader& in) {
 using C = ConfigSnapshot;
 using S = SessionCounters;
 
-// One row per kind, indexed by the kind's value. MARKER, HCCL and MEMORY are walked and counted,
-// not collected.
+// One row per kind, indexed by the kind's value. MARKER and HCCL are walked and counted, not
+// collected.
 constexpr KindHandler kKindHandlers[] = {
     {MSPTI_ACTIVITY_KIND_INVALID, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, nullptr,
      nullptr, nullptr, nullptr},
@@ -185,8 +202,9 @@ constexpr KindHandler kKindHandlers[] = {
      nullptr, &readApi, nullptr, nullptr},
     {MSPTI_ACTIVITY_KIND_HCCL, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, nullptr, nullptr,
      nullptr, nullptr},
-    {MSPTI_ACTIVITY_KIND_MEMORY, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, false, nullptr,
-     nullptr, nullptr, nullptr},
+    // Instants and a counter track per device (MemoryActivities), not rows of a launch.
+    {MSPTI_ACTIVITY_KIND_MEMORY, &C::enableMemory, KeptAs::kMemoryEvent, TraceRow::kNone, LaunchClass::kMemory, false,
+     &S::memoryEvents, &readMemory, nullptr, nullptr},
     {MSPTI_ACTIVITY_KIND_MEMSET, &C::enableMemcpyMemset, KeptAs::kDeviceRow, TraceRow::kMemset, LaunchClass::kMemset,
      false, &S::memsets, &readMemset, &memsetName, &describeMemset},
     {MSPTI_ACTIVITY_KIND_MEMCPY, &C::enableMemcpyMemset, KeptAs::kDeviceRow, TraceRow::kMemcpy, LaunchClass::kMemcpy,

@@ -41,6 +41,7 @@ enum class KeptAs : uint8_t {
   kDeviceRow,            // WalkResult::devices: work that ran on a device stream
   kApiCall,              // WalkResult::apis: a host API call (thread, span, correlation id)
   kExternalCorrelation,  // WalkResult::externals: (external kind, external id, correlation id)
+  kMemoryEvent,          // WalkResult::memory: a runtime allocation or release (trace: MemoryActivities)
 };
 
 // The kineto activity type a kept device record becomes (the trace builder maps it to

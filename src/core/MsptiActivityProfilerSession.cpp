@@ -14,6 +14,7 @@
 #include "ForkGuard.h"
 #include "JsonWriter.h"
 #include "KindHandlers.h"
+#include "MemoryEvents.h"
 #include "MsptiActivityApi.h"
 #include "OpTimeline.h"
 
@@ -42,9 +43,11 @@ void guard(std::vector<std::string>& errors, const char* where, Fn&& fn) noexcep
   }
 }
 
-// Whether torch asked for the kineto activity type a kind's device rows become.
-bool requested(const std::set<ActivityType>& types, TraceRow row) {
-  switch (row) {
+// Whether torch asked for what a kind becomes: the kineto activity type of its device rows; for
+// memory records, device activity at all (the PrivateUse1 activities enable CONCURRENT_KERNEL).
+bool requested(const std::set<ActivityType>& types, const KindHandler& k) {
+  if (k.keptAs == KeptAs::kMemoryEvent) return types.count(ActivityType::CONCURRENT_KERNEL) > 0;
+  switch (k.row) {
     case TraceRow::kKernel: return types.count(ActivityType::CONCURRENT_KERNEL) > 0;
     case TraceRow::kMemcpy: return types.count(ActivityType::GPU_MEMCPY) > 0;
     case TraceRow::kMemset: return types.count(ActivityType::GPU_MEMSET) > 0;
@@ -134,7 +137,10 @@ bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
   const msptiResult res = MsptiActivityApi(*fns_).enable(kind);
   std::string note;
   const bool copies = kind == MSPTI_ACTIVITY_KIND_MEMCPY || kind == MSPTI_ACTIVITY_KIND_MEMSET;
-  if (res == MSPTI_ERROR_WITHOUT_LD_PRELOAD || (res == MSPTI_SUCCESS && copies && !libraryIsPreloaded()))
+  // Copies, memsets and memory records come from the interposed ACL calls, there only with the
+  // preload (mspti.md 5.5); libraries before 26.0 accept Enable anyway.
+  const bool aclHooks = copies || kind == MSPTI_ACTIVITY_KIND_MEMORY;
+  if (res == MSPTI_ERROR_WITHOUT_LD_PRELOAD || (res == MSPTI_SUCCESS && aclHooks && !libraryIsPreloaded()))
     note = fmt::format(
         "{} records need libmspti.so in LD_PRELOAD from process start (MSPTI 26.x intercepts memory calls "
         "only then): run with LD_PRELOAD={}",
@@ -195,8 +201,9 @@ bool MsptiActivityProfilerSession::arm() {
   bool anyDevice = false;
   for (const ActivityKindInfo& info : kActivityKinds) {
     const KindHandler& k = kindHandler(info.kind);
-    if (k.row == TraceRow::kNone || !k.enabledBy || !(deps_.config.*k.enabledBy)) continue;
-    if (!requested(types_, k.row)) continue;
+    const bool deviceSide = k.row != TraceRow::kNone || k.keptAs == KeptAs::kMemoryEvent;
+    if (!deviceSide || !k.enabledBy || !(deps_.config.*k.enabledBy)) continue;
+    if (!requested(types_, k)) continue;
     const bool ok = enable(k.kind, /*report=*/k.kind == MSPTI_ACTIVITY_KIND_KERNEL);
     if (k.kind == MSPTI_ACTIVITY_KIND_KERNEL && !ok) {
       kernelsNotEnabled_ = true;
@@ -354,6 +361,7 @@ void MsptiActivityProfilerSession::buildLaunches(int64_t disabledAt) {
   hostClock_ = HostClock::decide(store_->apis(), clockAtStart_, ClockSample::now());
   const Window window{startNs_, stopNs_, std::max(stopNs_, disabledAt ? disabledAt : nowNs())};
   launches_ = LaunchTable::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
+  memory_ = MemoryTimeline::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
   store_->releaseDeviceRecords();  // the launch table holds the kept rows from here on
   // Records at or below this session's highest id belong to it: a later session drops them as stale.
   if (deps_.staleBelow) {
@@ -440,6 +448,7 @@ void MsptiActivityProfilerSession::process(libkineto::ActivityLogger& logger,
     const OpTimeline ops(opLog_, linked, counters_);
     BuildContext in{&launches_, &ops, deps_.ids, deps_.processId};
     buildActivities(in, *buffer_, lanes_, counters_);
+    buildMemoryActivities(memory_, ops, *buffer_, lanes_, counters_);
     for (const auto& act : buffer_->activities) logger.handleActivity(*act);
     // getDeviceInfo() names the first device; the others are named here (kineto.md 6, step 6).
     const auto devices = lanes_.devices();

@@ -39,6 +39,7 @@
 #include "DeviceLanes.h"
 #include "HostClock.h"
 #include "LaunchTable.h"
+#include "MemoryEvents.h"
 #include "MsptiBufferPool.h"
 #include "MsptiLibrary.h"
 #include "PeerBackends.h"
@@ -184,6 +185,7 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::optional<HostClock> hostClock_;
   int64_t startNs_ = 0, stopNs_ = 0;
   LaunchTable launches_;
+  MemoryTimeline memory_;
   DeviceLanes lanes_;
   std::unique_ptr<libkineto::CpuTraceBuffer> buffer_;
 };

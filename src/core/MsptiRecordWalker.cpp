@@ -12,6 +12,7 @@ void WalkResult::clear() {
   devices.clear();
   apis.clear();
   externals.clear();
+  memory.clear();
   std::memset(recordsByKind, 0, sizeof(recordsByKind));
   records = 0;
   abandonedBytes = 0;
@@ -25,7 +26,7 @@ namespace {
 // (MSPTI runs each completion on a new thread, mspti.md 5.2), and growing vectors of 100k records
 // by doubling copies them about twice over. Stops where the walk would stop.
 void reserveFor(const uint8_t* buffer, size_t validSize, WalkResult& out) {
-  size_t devices = 0, apis = 0, externals = 0, pos = 0;
+  size_t devices = 0, apis = 0, externals = 0, memory = 0, pos = 0;
   while (validSize - pos >= sizeof(uint32_t)) {
     uint32_t kind = 0;
     std::memcpy(&kind, buffer + pos, sizeof(kind));
@@ -35,6 +36,7 @@ void reserveFor(const uint8_t* buffer, size_t validSize, WalkResult& out) {
       case KeptAs::kDeviceRow: ++devices; break;
       case KeptAs::kApiCall: ++apis; break;
       case KeptAs::kExternalCorrelation: ++externals; break;
+      case KeptAs::kMemoryEvent: ++memory; break;
       case KeptAs::kNothing: break;
     }
     pos += size;
@@ -42,6 +44,7 @@ void reserveFor(const uint8_t* buffer, size_t validSize, WalkResult& out) {
   out.devices.reserve(out.devices.size() + devices);
   out.apis.reserve(out.apis.size() + apis);
   out.externals.reserve(out.externals.size() + externals);
+  out.memory.reserve(out.memory.size() + memory);
 }
 
 }  // namespace

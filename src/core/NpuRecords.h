@@ -13,7 +13,8 @@ namespace torch_mspti {
 
 // The device work a launch call starts (the kind table, KindHandlers.h, says which kind's records
 // complete which class).
-enum class LaunchClass : uint8_t { kNone = 0, kKernel, kCommunication, kMemcpy, kMemset, kCount };
+// kMemory: a runtime allocation or release call, answered by its MEMORY record.
+enum class LaunchClass : uint8_t { kNone = 0, kKernel, kCommunication, kMemcpy, kMemset, kMemory, kCount };
 
 // Work that ran on a device stream: a KERNEL, COMMUNICATION, MEMCPY or MEMSET record.
 struct DeviceRecord {
@@ -30,6 +31,22 @@ struct DeviceRecord {
   uint32_t subkind = 0;  // COMMUNICATION: msptiCommunicationDataType; MEMCPY: msptiActivityMemcpyKind;
                          // MEMSET: the value written
   bool isAsync = false;  // MEMCPY/MEMSET
+};
+
+// A device memory allocation or release by the runtime (a MEMORY record): written by MSPTI's
+// interposed ACL allocation calls as they return, so start/end are the host call's span
+// (mspti.md 5.8). Real libraries give no stream (MSPTI_INVALID_STREAM_ID) and no thread.
+struct MemoryRecord {
+  int64_t start = 0;  // ns since the epoch, host clock
+  int64_t end = 0;
+  uint64_t correlationId = 0;  // minted by the allocation call (its API record carries it too)
+  uint64_t address = 0;        // device address
+  uint64_t bytes = 0;          // a release: the allocation's bytes, 0 when MSPTI did not record it
+  uint32_t deviceId = 0;       // physical device id
+  uint32_t streamId = 0;       // MSPTI_INVALID_STREAM_ID in every record of the real library
+  uint32_t processId = 0;
+  uint32_t operation = 0;   // msptiActivityMemoryOperationType: 0 allocation, 1 release
+  uint32_t memoryKind = 0;  // msptiActivityMemoryKind: 0 unknown, 1 device
 };
 
 struct ApiRecord {

@@ -22,20 +22,24 @@ void RecordStore::append(WalkResult& batch) {
     return static_cast<size_t>(k);
   };
   const size_t devices = fit(batch.devices.size()), apis = fit(batch.apis.size()),
-               externals = fit(batch.externals.size());
-  const uint64_t over =
-      (batch.devices.size() - devices) + (batch.apis.size() - apis) + (batch.externals.size() - externals);
+               externals = fit(batch.externals.size()), memory = fit(batch.memory.size());
+  const uint64_t over = (batch.devices.size() - devices) + (batch.apis.size() - apis) +
+                        (batch.externals.size() - externals) + (batch.memory.size() - memory);
   if (over > 0) {
     overCap_ += over;
     for (size_t i = devices; i < batch.devices.size(); ++i) ledger_.noteDeviceIfKnown(batch.devices[i]);
+    for (size_t i = memory; i < batch.memory.size(); ++i)
+      ledger_.noteDeviceIfKnown(DeviceRecord{.correlationId = batch.memory[i].correlationId});
     batch.devices.resize(devices);
     batch.apis.resize(apis);
     batch.externals.resize(externals);
+    batch.memory.resize(memory);
   }
-  kept_ += devices + apis + externals;
+  kept_ += devices + apis + externals + memory;
   for (const auto& e : batch.externals) ledger_.noteExternal(e);
   int64_t index = static_cast<int64_t>(apis_.size());
   for (const auto& a : batch.apis) ledger_.noteApi(a, index++);
+  for (const auto& m : batch.memory) ledger_.noteMemory(m);
   for (const auto& d : batch.devices) {
     ledger_.noteDevice(d);
     earliestNewEnd_ = std::min(earliestNewEnd_, d.end);
@@ -49,6 +53,7 @@ void RecordStore::append(WalkResult& batch) {
   moveAll(devices_, batch.devices);
   moveAll(apis_, batch.apis);
   moveAll(externals_, batch.externals);
+  moveAll(memory_, batch.memory);
   for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) recordsByKind_[i] += batch.recordsByKind[i];
   if (batch.abandoned) {
     ++abandonedBuffers_;

@@ -63,6 +63,7 @@ class RecordStore {
   void releaseDeviceRecords() { std::vector<DeviceRecord>().swap(devices_); }
   const std::vector<ApiRecord>& apis() const { return apis_; }
   const std::vector<ExternalCorrelationRecord>& externals() const { return externals_; }
+  const std::vector<MemoryRecord>& memory() const { return memory_; }
   const CorrelationLedger& ledger() const { return ledger_; }
   const uint64_t* recordsByKind() const { return recordsByKind_; }
   uint64_t abandonedBuffers() const { return abandonedBuffers_; }
@@ -91,6 +92,7 @@ class RecordStore {
   std::vector<DeviceRecord> devices_;
   std::vector<ApiRecord> apis_;
   std::vector<ExternalCorrelationRecord> externals_;
+  std::vector<MemoryRecord> memory_;
   CorrelationLedger ledger_;
   uint64_t recordsByKind_[MSPTI_ACTIVITY_KIND_COUNT] = {};
   uint64_t abandonedBuffers_ = 0;

@@ -75,12 +75,22 @@ enum class CounterMerge : uint8_t { kSum, kMax };
   X("rows", memcpys, "memcpys", kTrace, kSum, "memory copy rows")                                                    \
   X("rows", memsets, "memsets", kTrace, kSum, "memset rows")                                                         \
   X("rows", annotations, "annotations", kTrace, kSum, "user-range spans on device lanes")                            \
+  X("rows", memoryEvents, "memory_events", kTrace, kSum,                                                             \
+    "runtime allocation and release instants (MEMORY records) on the NPU memory lanes")                              \
   X("rows", launchEvents, "launch_events", kTrace, kSum, "launch events with an arrow to their device rows")         \
   X("rows", launchThreadEvents, "launch_thread_events", kTrace, kSum,                                                \
     "launch events on a thread that ran no op at the time (its own lane, no op credited)")                           \
   TORCH_MSPTI_LINK_STATES(TORCH_MSPTI_LINK_COUNTER, X)                                                               \
   X("links", linkTargetMissing, "target_missing", kTrace, kSum,                                                      \
-    "hinted or logged op ids that torch did not record in this trace")
+    "hinted or logged op ids that torch did not record in this trace")                                               \
+  X("memory", memoryAllocations, "allocations", kTrace, kSum, "MEMORY allocation records in the trace")              \
+  X("memory", memoryReleases, "releases", kTrace, kSum, "MEMORY release records in the trace")                       \
+  X("memory", memoryReleasesUnsized, "releases_without_bytes", kTrace, kSum,                                         \
+    "releases reported with 0 bytes (allocated before MEMORY was collected): the counter track cannot fall by them") \
+  X("memory", memoryLinked, "linked_to_op", kTrace, kSum,                                                            \
+    "memory events whose allocation call the link rule places inside an op")                                         \
+  X("memory", memoryCounterSamples, "counter_samples", kTrace, kSum,                                                 \
+    "samples of the per-NPU allocated-bytes counter track (0 when torch's kineto writes no counter events)")
 
 struct SessionCounters {
 #define TORCH_MSPTI_COUNTER_FIELD(group, field, key, phase, merge, doc) uint64_t field = 0;

@@ -19,6 +19,9 @@
 //   makes whichever this torch holds nodes by.
 // * GenericTraceActivity::Flow::id: 27 bits in older kineto. flowIdFor() maps the plugin's
 //   correlation ids into that range without ever giving 0 (kineto writes no flow for id 0).
+// * Counter events (kineto #1303): ActivityType::MTIA_COUNTERS with addCounterValue, written as
+//   "ph": "C". Older kineto has no counter output: setCounter() returns false there and the
+//   memory counter track is left out (counted: memory.counter_samples stays 0).
 // Thread-safety: pure functions and constants.
 #pragma once
 
@@ -29,6 +32,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <GenericTraceActivity.h>
 #include <IActivityProfiler.h>
 #include <c10/util/intrusive_ptr.h>
 
@@ -48,6 +52,21 @@ inline constexpr const char* kBuildTorchVersion = TORCH_MSPTI_TORCH_VERSION;
 inline constexpr bool kHasPrivateUse1ProfilerRegistry = TORCH_MSPTI_HAS_PRIVATEUSE1_PROFILER_REGISTRY != 0;
 inline constexpr bool kSessionMetadata = TORCH_MSPTI_KINETO_SESSION_METADATA != 0;
 inline constexpr int kFlowIdBits = TORCH_MSPTI_KINETO_FLOW_ID_BITS;
+inline constexpr bool kCounterEvents = TORCH_MSPTI_KINETO_COUNTER_EVENTS != 0;
+
+// Makes `act` a counter sample (one value named `key`) that kineto writes as a "ph": "C" event on
+// the track (act.device, act.resource) named act's name. Returns false, leaving `act` unchanged,
+// where kineto has no counter events.
+inline bool setCounter(libkineto::GenericTraceActivity& act, const std::string& key, double value) {
+#if TORCH_MSPTI_KINETO_COUNTER_EVENTS
+  act.activityType = libkineto::ActivityType::MTIA_COUNTERS;
+  act.addCounterValue(key, value);
+  return true;
+#else
+  (void)act, (void)key, (void)value;
+  return false;
+#endif
+}
 
 // Whether torch's PrivateUse1 profiler registry holds a factory (false where torch has none).
 bool privateUse1RegistryHasFactory();

@@ -1,6 +1,7 @@
 // The msptiSim* control API (src/sim/include/mspti_sim.h): host code playing the CANN runtime
 // and the device. Not part of MSPTI; the plugin core never calls it.
 #include <climits>
+#include <cstdio>
 
 #include "Export.h"
 #include "Generation.h"
@@ -63,6 +64,20 @@ TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimMemset(uint32_t value, uint64_t bytes, u
                                                uint64_t duration_ns, uint8_t isAsync) {
   return noThrow([&] {
     return sim::Simulator::instance().runtime().memset(value, bytes, device, stream, duration_ns, isAsync != 0);
+  });
+}
+
+TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimMemory(uint32_t operation, uint64_t address, uint64_t bytes, uint32_t device) {
+  return noThrow([&] {
+    if (operation > MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) {
+      std::fprintf(stderr,
+                   "libmspti_sim: msptiSimMemory: operation %u is not a msptiActivityMemoryOperationType (0 "
+                   "ALLOCATION, 1 RELEASE); nothing was recorded\n",
+                   operation);
+      return uint64_t{MSPTI_INVALID_CORRELATION_ID};
+    }
+    sim::Simulator& s = sim::Simulator::instance();
+    return s.memoryHooks().call(operation, address, bytes, s.environment().physicalDevice(device));
   });
 }
 

@@ -15,6 +15,7 @@ struct SimCounters {
   std::atomic<uint64_t> communicationRecords{0};
   std::atomic<uint64_t> memcpyRecords{0};
   std::atomic<uint64_t> memsetRecords{0};
+  std::atomic<uint64_t> memoryRecords{0};
   std::atomic<uint64_t> externalRecords{0};
   std::atomic<uint64_t> apiRecords{0};
   std::atomic<uint64_t> recordsDropped{0};

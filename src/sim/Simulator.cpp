@@ -38,7 +38,8 @@ Simulator::Simulator()
       delivery_([this](const PendingRecord& record) { parser_.write(record); }),
       launcher_(LaunchContext{options_, counters_, environment_, switches_, subscriber_, externalCorrelation_,
                               timeline_, deviceClock_, ids_, hostRecords_, delivery_, parser_}),
-      runtime_(options_, launcher_, hostRecords_, names_, environment_) {}
+      runtime_(options_, launcher_, hostRecords_, names_, environment_),
+      memoryHooks_(MemoryHookContext{counters_, environment_, switches_, subscriber_, ids_, hostRecords_, buffers_}) {}
 
 msptiResult Simulator::subscribe(msptiSubscriberHandle* handle, msptiCallbackFunc callback, void* userdata) {
   return subscriber_.subscribe(handle, callback, userdata);
@@ -132,21 +133,14 @@ uint64_t Simulator::counter(const char* name) const {
   fillStats(&stats);
   auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
   const std::pair<const char*, uint64_t> all[] = {
-      {"kernels_launched", stats.kernels_launched},
-      {"kernel_records", stats.kernel_records},
-      {"external_records", stats.external_records},
-      {"api_records", stats.api_records},
-      {"records_dropped", stats.records_dropped},
-      {"records_pending", stats.records_pending},
-      {"buffers_requested", stats.buffers_requested},
-      {"buffers_declined", stats.buffers_declined},
-      {"buffers_completed", stats.buffers_completed},
-      {"external_stack_depth", stats.external_stack_depth},
-      {"device_tasks", get(counters_.deviceTasks)},
-      {"communication_records", get(counters_.communicationRecords)},
-      {"memcpy_records", get(counters_.memcpyRecords)},
-      {"memset_records", get(counters_.memsetRecords)},
-      {"foreign_buffers", get(counters_.foreignBuffers)},
+      {"kernels_launched", stats.kernels_launched},     {"kernel_records", stats.kernel_records},
+      {"external_records", stats.external_records},     {"api_records", stats.api_records},
+      {"records_dropped", stats.records_dropped},       {"records_pending", stats.records_pending},
+      {"buffers_requested", stats.buffers_requested},   {"buffers_declined", stats.buffers_declined},
+      {"buffers_completed", stats.buffers_completed},   {"external_stack_depth", stats.external_stack_depth},
+      {"device_tasks", get(counters_.deviceTasks)},     {"communication_records", get(counters_.communicationRecords)},
+      {"memcpy_records", get(counters_.memcpyRecords)}, {"memory_records", get(counters_.memoryRecords)},
+      {"memset_records", get(counters_.memsetRecords)}, {"foreign_buffers", get(counters_.foreignBuffers)},
   };
   for (const auto& [key, value] : all) {
     if (std::strcmp(key, name) == 0) {

@@ -17,6 +17,7 @@
 #include "Environment.h"
 #include "ExternalCorrelation.h"
 #include "HostRecords.h"
+#include "MemoryHooks.h"
 #include "NameTable.h"
 #include "SimCounters.h"
 #include "SimOptions.h"
@@ -45,6 +46,7 @@ class Simulator {
 
   ActivityBuffers& buffers() { return buffers_; }
   CannRuntime& runtime() { return runtime_; }
+  MemoryHooks& memoryHooks() { return memoryHooks_; }
   DeviceTimeline& timeline() { return timeline_; }
   SimOptions& options() { return options_; }
   Environment& environment() { return environment_; }
@@ -73,6 +75,7 @@ class Simulator {
   DeliveryThread delivery_;  // its sink is parser_ (the thread starts with the first record)
   TaskLauncher launcher_;
   CannRuntime runtime_;
+  MemoryHooks memoryHooks_;
 };
 
 }  // namespace torch_mspti::sim

@@ -17,7 +17,7 @@ A :class:`Diagnostics` snapshot has typed parts (all plain JSON-serialisable dat
 * ``totals`` (``torch_mspti._C.Counters``) -- the same counters summed over every finished session;
 * ``torch`` (dict) -- the torch this build was compiled against (``built_for``) and the one running,
   how the build adapted to it (``privateuse1_profiler_registry``, ``session_metadata``,
-  ``flow_id_bits``; src/core/TorchCompat.h), whether torch-mspti had to list the PrivateUse1
+  ``flow_id_bits``, ``counter_events``; src/core/TorchCompat.h), whether torch-mspti had to list the PrivateUse1
   profiler activity that torch omits (``privateuse1_activity_added``; torch_mspti/_torch_compat.py),
   and what torch's profiler does with the plugin's rows on this minor (``support``: the README's
   support-table row, ``None`` for a minor the table does not list).

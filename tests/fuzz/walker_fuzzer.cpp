@@ -196,6 +196,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<WantDevice> wantDevices;
   std::vector<ApiRecord> wantApis;
   std::vector<ExternalCorrelationRecord> wantExternals;
+  std::vector<MemoryRecord> wantMemory;
   uint64_t wantByKind[L::kKindCount] = {};
   size_t pos = 0;
   while (size - pos >= 4) {
@@ -223,6 +224,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       wantExternals.push_back({load<uint32_t>(rec + L::external::kExternalKind),
                                load<uint64_t>(rec + L::external::kExternalId),
                                load<uint64_t>(rec + L::external::kCorrelationId)});
+    } else if (kind == L::kMemory) {
+      namespace m = L::memory;
+      MemoryRecord r;
+      r.start = load<int64_t>(rec + m::kStart);
+      r.end = load<int64_t>(rec + m::kEnd);
+      r.correlationId = load<uint64_t>(rec + m::kCorrelationId);
+      r.address = load<uint64_t>(rec + m::kAddress);
+      r.bytes = load<uint64_t>(rec + m::kBytes);
+      r.deviceId = load<uint32_t>(rec + m::kDeviceId);
+      r.streamId = load<uint32_t>(rec + m::kStreamId);
+      r.processId = load<uint32_t>(rec + m::kProcessId);
+      r.operation = load<uint32_t>(rec + m::kOperationType);
+      r.memoryKind = load<uint32_t>(rec + m::kMemoryKind);
+      wantMemory.push_back(r);
     }
     ++wantByKind[kind];
     pos += rs;
@@ -263,6 +278,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (g.externalKind != w.externalKind || g.externalId != w.externalId || g.correlationId != w.correlationId)
       fail("external fields differ", i, g.correlationId);
   }
+  if (out.memory.size() != wantMemory.size()) fail("memory record count", out.memory.size(), wantMemory.size());
+  for (size_t i = 0; i < wantMemory.size(); ++i) {
+    const MemoryRecord &g = out.memory[i], &w = wantMemory[i];
+    if (g.start != w.start || g.end != w.end || g.correlationId != w.correlationId || g.address != w.address ||
+        g.bytes != w.bytes || g.deviceId != w.deviceId || g.streamId != w.streamId || g.processId != w.processId ||
+        g.operation != w.operation || g.memoryKind != w.memoryKind)
+      fail("memory fields differ", i, g.correlationId);
+  }
 
   // A NULL buffer is a no-op; a walk without a name table only counts.
   WalkResult none;
@@ -270,7 +293,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (none.records != 0 || none.abandoned) fail("NULL buffer produced records");
   WalkResult countOnly;
   walker.walk(buffer.get(), size, nullptr, countOnly);
-  if (countOnly.records != out.records || !countOnly.devices.empty() || !countOnly.apis.empty())
+  if (countOnly.records != out.records || !countOnly.devices.empty() || !countOnly.apis.empty() ||
+      !countOnly.memory.empty())
     fail("a walk without a name table kept records", countOnly.records, out.records);
   return 0;
 }

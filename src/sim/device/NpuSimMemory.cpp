@@ -19,6 +19,7 @@
 #include <array>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace torch_mspti::sim {
 namespace {
@@ -28,11 +29,24 @@ constexpr uint64_t kMinBlockBytes = 512;
 constexpr uint64_t kPadBytes = 32;
 constexpr int kMaxDevices = 16;
 
+// A reserved segment: what one aclrtMalloc of the pool returned.
+struct Segment {
+  uint64_t address;
+  uint64_t bytes;
+};
+
 struct DevicePool {
   std::mutex mu;
   MemoryStats stats;
-  uint64_t allocations = 0;  // ever made (housekeeping cadence)
+  uint64_t allocations = 0;       // ever made (housekeeping cadence)
+  std::vector<Segment> segments;  // in the order obtained; their bytes add up to stats.reserved
+  uint64_t nextAddress = 0;       // where the device's next segment starts (0: not yet set)
 };
+
+// Simulated device addresses: each device's segments from its own 2^36-byte window, never reused,
+// so an address names one segment for the process's life.
+constexpr uint64_t kAddressBase = 0x124000000000ull;
+constexpr int kAddressWindowBits = 36;
 
 struct Block {
   c10::DeviceIndex device;
@@ -69,6 +83,7 @@ void note_allocation(c10::DeviceIndex device, void* ptr, uint64_t block_bytes) {
   const int64_t every = config().housekeeping_every;
   DevicePool& pool = pools()[device];
   bool grows = false;
+  Segment segment{};
   uint64_t n = 0;
   uint64_t allocated = 0;
   uint64_t reserved = 0;
@@ -79,7 +94,13 @@ void note_allocation(c10::DeviceIndex device, void* ptr, uint64_t block_bytes) {
     s.allocated += block_bytes;
     ++s.allocation_count;
     if (s.allocated > s.reserved) {
-      s.reserved = round_to_segments(s.allocated);
+      const uint64_t reserved = round_to_segments(s.allocated);
+      if (pool.nextAddress == 0)
+        pool.nextAddress = kAddressBase + (static_cast<uint64_t>(device) << kAddressWindowBits);
+      segment = Segment{pool.nextAddress, reserved - s.reserved};
+      pool.nextAddress += segment.bytes;
+      pool.segments.push_back(segment);
+      s.reserved = reserved;
       grows = true;
     }
     s.peak_allocated = std::max(s.peak_allocated, s.allocated);
@@ -93,7 +114,7 @@ void note_allocation(c10::DeviceIndex device, void* ptr, uint64_t block_bytes) {
   }
   c10::reportMemoryUsageToProfiler(ptr, static_cast<int64_t>(block_bytes), allocated, reserved,
                                    c10::Device(c10::DeviceType::PrivateUse1, device));
-  if (grows) runtime_call("aclrtMalloc");
+  if (grows) runtime_memory(/*release=*/false, segment.address, segment.bytes, device);
   // The first allocation on a device initialises its memory pool; later ones clear blocks now
   // and then, as the allocator of a real device does, on its own thread.
   if (n == 0 || (every > 0 && n % static_cast<uint64_t>(every) == 0)) {
@@ -141,17 +162,22 @@ void reset_peak_memory_stats(c10::DeviceIndex device) {
 }
 
 void empty_cache() {
-  for (DevicePool& pool : pools()) {
-    bool frees = false;
+  for (size_t d = 0; d < pools().size(); ++d) {
+    DevicePool& pool = pools()[d];
+    std::vector<Segment> freed;
     {
+      // Whole segments from the newest down, while what stays reserved still holds the allocated
+      // bytes (blocks are not tracked per segment: the simplification docs/torch_npu.md 1 names).
       std::lock_guard<std::mutex> g(pool.mu);
-      const uint64_t kept = round_to_segments(pool.stats.allocated);
-      if (pool.stats.reserved > kept) {
-        pool.stats.reserved = kept;
-        frees = true;
+      while (!pool.segments.empty() &&
+             pool.stats.reserved - pool.segments.back().bytes >= round_to_segments(pool.stats.allocated)) {
+        freed.push_back(pool.segments.back());
+        pool.stats.reserved -= pool.segments.back().bytes;
+        pool.segments.pop_back();
       }
     }
-    if (frees) runtime_call("aclrtFree");
+    for (const Segment& s : freed)
+      runtime_memory(/*release=*/true, s.address, s.bytes, static_cast<c10::DeviceIndex>(d));
   }
 }
 

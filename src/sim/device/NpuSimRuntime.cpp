@@ -29,6 +29,7 @@ using MemcpyFn = uint64_t (*)(uint32_t, uint64_t, uint32_t, uint32_t, uint64_t, 
 using CommunicationFn = uint64_t (*)(const char*, const char*, const char*, uint32_t, uint64_t, uint32_t, uint32_t,
                                      uint64_t, const char*);
 using RuntimeCallFn = void (*)(const char*, uint64_t);
+using MemoryFn = uint64_t (*)(uint32_t, uint64_t, uint64_t, uint32_t);
 
 constexpr int kMaxDevices = 16;
 
@@ -45,6 +46,7 @@ std::atomic<DeviceTailFn> g_device_tail{nullptr};
 std::atomic<MemcpyFn> g_memcpy{nullptr};
 std::atomic<CommunicationFn> g_communication{nullptr};
 std::atomic<RuntimeCallFn> g_runtime_call{nullptr};
+std::atomic<MemoryFn> g_memory{nullptr};
 
 std::array<std::atomic<int64_t>, kMaxDevices> g_next_stream{};
 std::array<std::atomic<uint32_t>, kMaxDevices> g_pool_cursor{};
@@ -173,6 +175,7 @@ void configure(const std::string& path, const Config& cfg) {
     g_memcpy = reinterpret_cast<MemcpyFn>(sym("msptiSimMemcpy"));
     g_communication = reinterpret_cast<CommunicationFn>(sym("msptiSimLaunchCommunication"));
     g_runtime_call = reinterpret_cast<RuntimeCallFn>(sym("msptiSimRuntimeCall"));
+    g_memory = reinterpret_cast<MemoryFn>(sym("msptiSimMemory"));
     sym("msptiSimLaunchKernel");  // part of the contract, though launches go through the batch form
     g_launch = reinterpret_cast<LaunchFn>(sym("msptiSimLaunchKernels"));
     g_sim_path = path;
@@ -282,6 +285,10 @@ void runtime_call(const char* name, uint64_t host_ns) {
   } else if (host_ns > 0) {
     sleep_until_ns(now_ns() + host_ns);
   }
+}
+
+void runtime_memory(bool release, uint64_t address, uint64_t bytes, c10::DeviceIndex device) {
+  if (MemoryFn fn = g_memory.load()) fn(release ? 1 : 0, address, bytes, static_cast<uint32_t>(device));
 }
 
 void launch_housekeeping(const char* name, const char* type, c10::DeviceIndex device) {

@@ -140,6 +140,11 @@ int64_t communication_stream_id(c10::DeviceIndex device);
 // `host_ns` (the thread sleeps that long).
 void runtime_call(const char* name, uint64_t host_ns = 0);
 
+// The device memory the runtime hands out, made by the calling thread (msptiSimMemory): an
+// aclrtMalloc of `bytes` at `address` on `device`, or (release) the aclrtFree of it. With
+// libmspti.so preloaded MSPTI writes a MEMORY record for each; always an API record.
+void runtime_memory(bool release, uint64_t address, uint64_t bytes, c10::DeviceIndex device);
+
 // What the device reports about itself (torch.npu.get_device_properties), modelled on an Ascend
 // 910B3: see NpuSimProperties.cpp.
 struct DeviceProperties {

@@ -99,6 +99,19 @@ uint64_t msptiSimMemcpy(uint32_t copyKind, uint64_t bytes, uint32_t device, uint
 uint64_t msptiSimMemset(uint32_t value, uint64_t bytes, uint32_t device, uint32_t stream, uint64_t duration_ns,
                         uint8_t isAsync);
 
+// An aclrtMalloc (operation 0, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION) or aclrtFree
+// (operation 1, RELEASE) of `bytes` bytes at device address `address` on logical device `device`
+// (mapped to its physical id as for launches), through MSPTI's interposed ACL allocation hooks:
+// with libmspti.so preloaded, while subscribed, the call mints the thread's current id and, if
+// MEMORY is on as it returns, writes one msptiActivityMemory record at once with the call's host
+// span, address, bytes (a release: the recorded allocation's bytes, 0 for an address allocated
+// while MEMORY was off), memoryKind DEVICE, the pid, the physical device and streamId
+// MSPTI_INVALID_STREAM_ID (mspti.md 5.8). Without the preload, or on generations before 8.1: no
+// id and no record. While subscribed with an API kind on, an API record "aclrtMalloc" /
+// "aclrtFree" carries the thread's current id. Another operation prints an error to stderr and
+// records nothing. Returns the minted correlation id, or 0.
+uint64_t msptiSimMemory(uint32_t operation, uint64_t address, uint64_t bytes, uint32_t device);
+
 // A runtime API call that launches nothing (synchronize, event record, stream wait, malloc, get
 // device, ...). It takes host_ns (the calling thread sleeps that long; 0 = just the call). While
 // subscribed with RUNTIME_API (or API) on, one API record named `name` (copied) spans
@@ -237,6 +250,7 @@ void msptiSimGetStats(msptiSimStats* out);
 //   "device_tasks"           tasks placed on the timeline (kernels, collectives, copies, memsets)
 //   "communication_records"  COMMUNICATION records written
 //   "memcpy_records"         MEMCPY records written
+//   "memory_records"         MEMORY records written
 //   "memset_records"         MEMSET records written
 //   "foreign_buffers"        buffers delivered by msptiSimCompleteForeignBuffer
 // Returns UINT64_MAX for an unknown (or NULL) name.

@@ -48,6 +48,9 @@ TEST(CorrelationLedger, ClassifiesLaunchCallsByName) {
   EXPECT_EQ(classifyApiName("aclrtLaunchKernelWithConfig"), LaunchClass::kKernel);
   EXPECT_EQ(classifyApiName("rtLaunchKernelByFuncHandleV3"), LaunchClass::kKernel);
   EXPECT_EQ(classifyApiName(""), LaunchClass::kNone);
+  EXPECT_EQ(classifyApiName("aclrtMalloc"), LaunchClass::kMemory);
+  EXPECT_EQ(classifyApiName("aclrtFree"), LaunchClass::kMemory);
+  EXPECT_EQ(classifyApiName("aclrtMallocHost"), LaunchClass::kNone);  // mints an id, writes no MEMORY record
 }
 
 TEST(CorrelationLedger, LaunchesArePendingPerClassUntilTheirDeviceRowArrives) {

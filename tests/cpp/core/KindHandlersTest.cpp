@@ -32,6 +32,7 @@ TEST(KindHandlers, EachCollectedKindIsSwitchedByItsOwnBoolSetting) {
       {"MEMCPY", "enable_memcpy_memset"},
       {"EXTERNAL_CORRELATION", "enable_external_correlation"},
       {"COMMUNICATION", "enable_communication"},
+      {"MEMORY", "enable_memory"},
   };
   EXPECT_EQ(settingOf, expected);
 }
@@ -41,10 +42,12 @@ TEST(KindHandlers, DeviceRowsAnswerTheirLaunchClassAndOnlyDeviceKindsHaveRows) {
   EXPECT_EQ(kindHandler(MSPTI_ACTIVITY_KIND_COMMUNICATION).answers, LaunchClass::kCommunication);
   EXPECT_EQ(kindHandler(MSPTI_ACTIVITY_KIND_MEMCPY).answers, LaunchClass::kMemcpy);
   EXPECT_EQ(kindHandler(MSPTI_ACTIVITY_KIND_MEMSET).answers, LaunchClass::kMemset);
+  EXPECT_EQ(kindHandler(MSPTI_ACTIVITY_KIND_MEMORY).answers, LaunchClass::kMemory);  // the allocation call
   for (const ActivityKindInfo& k : kActivityKinds) {
     const KindHandler& h = kindHandler(k.kind);
     EXPECT_EQ(h.keptAs == KeptAs::kDeviceRow, h.row != TraceRow::kNone) << k.name;
-    if (h.keptAs != KeptAs::kDeviceRow) EXPECT_EQ(h.answers, LaunchClass::kNone) << k.name;
+    if (h.keptAs != KeptAs::kDeviceRow && h.keptAs != KeptAs::kMemoryEvent)
+      EXPECT_EQ(h.answers, LaunchClass::kNone) << k.name;
   }
   EXPECT_EQ(kindHandler(MSPTI_ACTIVITY_KIND_COMMUNICATION).row, TraceRow::kKernel);  // device time, as NCCL's
   EXPECT_EQ(kindHandler(MSPTI_ACTIVITY_KIND_RUNTIME_API).keptAs, KeptAs::kApiCall);

@@ -49,6 +49,26 @@ TEST(MsptiRecordWalker, EveryKindIsSizedAndCounted) {
   EXPECT_EQ(out.devices.size(), 4u);  // kernel, memset, memcpy, communication
   EXPECT_EQ(out.apis.size(), 4u);
   EXPECT_EQ(out.externals.size(), 1u);
+  EXPECT_EQ(out.memory.size(), 1u);
+}
+
+TEST(MsptiRecordWalker, MemoryFields) {
+  RecordBuilder b;
+  b.memory(1, 0x124000200000ull, 2u << 20, 1000, 1500, 77, 3, 7);  // memoryKind outside the enum
+  NameTable names;
+  const WalkResult out = walk(b, b.size(), &names);
+  ASSERT_EQ(out.memory.size(), 1u);
+  const MemoryRecord& m = out.memory[0];
+  EXPECT_EQ(m.operation, 1u);
+  EXPECT_EQ(m.memoryKind, 7u);  // read as an integer: any value may sit in a buffer
+  EXPECT_EQ(m.address, 0x124000200000ull);
+  EXPECT_EQ(m.bytes, 2u << 20);
+  EXPECT_EQ(m.start, 1000);
+  EXPECT_EQ(m.end, 1500);
+  EXPECT_EQ(m.correlationId, 77u);
+  EXPECT_EQ(m.deviceId, 3u);
+  EXPECT_EQ(m.processId, 4242u);
+  EXPECT_EQ(m.streamId, 0xFFFFFFFFu);
 }
 
 TEST(MsptiRecordWalker, KernelFields) {

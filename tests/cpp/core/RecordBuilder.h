@@ -75,6 +75,24 @@ class RecordBuilder {
     return *this;
   }
 
+  // MEMORY (kind 5): a runtime allocation (operation 0) or release (1).
+  RecordBuilder& memory(uint32_t operation, uint64_t address, uint64_t bytes, uint64_t start, uint64_t end,
+                        uint64_t correlationId, uint32_t deviceId, uint32_t memoryKind = 1) {
+    namespace m = layout::memory;
+    const size_t at = grow(layout::kMemory, m::kSize);
+    put<uint32_t>(at + m::kOperationType, operation);
+    put<uint32_t>(at + m::kMemoryKind, memoryKind);
+    put<uint64_t>(at + m::kCorrelationId, correlationId);
+    put<uint64_t>(at + m::kStart, start);
+    put<uint64_t>(at + m::kEnd, end);
+    put<uint64_t>(at + m::kAddress, address);
+    put<uint64_t>(at + m::kBytes, bytes);
+    put<uint32_t>(at + m::kProcessId, 4242);
+    put<uint32_t>(at + m::kDeviceId, deviceId);
+    put<uint32_t>(at + m::kStreamId, 0xFFFFFFFFu);
+    return *this;
+  }
+
   // API, ACL_API, NODE_API or RUNTIME_API (default).
   RecordBuilder& api(uint64_t start, uint64_t end, uint32_t pid, uint32_t tid, uint64_t corr, const char* name,
                      uint32_t kind = layout::kRuntimeApi) {

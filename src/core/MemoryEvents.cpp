@@ -1,0 +1,112 @@
+#include "MemoryEvents.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "LinkResolver.h"
+#include "TorchCompat.h"
+
+namespace torch_mspti {
+namespace {
+
+const std::string kBytes = "bytes";
+const std::string kAddress = "address";
+const std::string kCorrelation = "correlation";
+const std::string kLink = "link";
+const std::string kOp = "op";
+const std::string kCounterName = "NPU runtime memory";
+const std::string kCounterKey = "allocated";
+
+bool isRelease(const MemoryRecord& r) { return r.operation == MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE; }
+
+}  // namespace
+
+MemoryTimeline MemoryTimeline::build(const RecordStore& store, const HostClock& clock, const Window& window,
+                                     const std::vector<uint32_t>& visibleDevices, SessionCounters& c) {
+  MemoryTimeline t;
+  const CorrelationLedger& ledger = store.ledger();
+  const auto& apis = store.apis();
+  for (const MemoryRecord& r : store.memory()) {
+    if (r.start < window.start || r.start > window.collectionEnd) {
+      ++c.outOfWindow;
+      continue;
+    }
+    MemoryEvent& e = t.events.emplace_back();
+    e.record = r;
+    e.device = logicalDevice(r.deviceId, visibleDevices);
+    e.call.correlationId = r.correlationId;
+    if (const LaunchEntry* entry = r.correlationId ? ledger.find(r.correlationId) : nullptr) {
+      e.call.opHint = entry->opHint;
+      e.call.userHint = entry->userHint;
+      const int64_t call = entry->launchApi >= 0 ? entry->launchApi : entry->firstApi;
+      if (call >= 0) e.call.call = &apis[static_cast<size_t>(call)];
+    }
+    if (e.call.call && clock.trusted()) {
+      e.call.callTrusted = true;
+      e.call.callStart = clock.toRealtime(e.call.call->start);
+      e.call.callEnd = std::max(e.call.callStart, clock.toRealtime(e.call.call->end));
+    }
+  }
+  std::sort(t.events.begin(), t.events.end(), [](const MemoryEvent& a, const MemoryEvent& b) {
+    return std::tie(a.record.end, a.record.address) < std::tie(b.record.end, b.record.address);
+  });
+  std::map<int32_t, int64_t> allocated;
+  for (MemoryEvent& e : t.events) {
+    int64_t& total = allocated[e.device];
+    const auto bytes = static_cast<int64_t>(e.record.bytes);
+    if (isRelease(e.record)) {
+      total -= bytes;
+      ++c.memoryReleases;
+      if (bytes == 0) ++c.memoryReleasesUnsized;
+    } else {
+      total += bytes;
+      ++c.memoryAllocations;
+    }
+    e.allocated = total;
+  }
+  return t;
+}
+
+void buildMemoryActivities(const MemoryTimeline& timeline, const OpTimeline& ops, libkineto::CpuTraceBuffer& buffer,
+                           DeviceLanes& lanes, SessionCounters& c) {
+  using libkineto::ActivityType;
+  using libkineto::GenericTraceActivity;
+  for (const MemoryEvent& e : timeline.events) {
+    const MemoryRecord& r = e.record;
+    const LinkDecision d = resolveLink(e.call, ops);
+    auto& instant = *buffer.activities.emplace_back(std::make_unique<GenericTraceActivity>(
+        buffer.span, ActivityType::CPU_INSTANT_EVENT, isRelease(r) ? "Memory Release" : "Memory Allocation"));
+    instant.startTime = r.end;  // the call has returned: the memory is there (or gone)
+    instant.endTime = r.end;
+    instant.device = e.device;
+    instant.resource = kMemoryLane;
+    instant.threadId = kMemoryLane;
+    instant.addMetadata(kBytes, r.bytes);
+    instant.addMetadataQuoted(kAddress, fmt::format("0x{:x}", r.address));
+    instant.addMetadata(kCorrelation, r.correlationId);
+    instant.addMetadataQuoted(kLink, linkStateName(d.state));
+    if (d.op) {
+      instant.addMetadata(kOp, d.op->id);
+      ++c.memoryLinked;
+    }
+    lanes.addMemoryLane(e.device);
+    ++c.memoryEvents;
+
+    auto counter = std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::CPU_INSTANT_EVENT, kCounterName);
+    counter->startTime = r.end;
+    counter->endTime = r.end;
+    counter->device = e.device;
+    counter->resource = kMemoryLane;
+    counter->threadId = kMemoryLane;
+    if (compat::setCounter(*counter, kCounterKey, static_cast<double>(e.allocated))) {
+      buffer.activities.push_back(std::move(counter));
+      ++c.memoryCounterSamples;
+    }
+  }
+}
+
+}  // namespace torch_mspti
