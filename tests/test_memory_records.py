@@ -58,7 +58,7 @@ def check_memory_step():
            if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation") and "External id" in e.get("args", {})}
     instants = [{"name": e["name"], "pid": e["pid"], "tid": e["tid"], "ts": e["ts"], "args": e["args"],
                  "lane": lanes.get((e["pid"], e["tid"]))}
-                for e in ev if e.get("ph") == "i" and e["name"] in ("Memory Allocation", "Memory Release")]
+                for e in ev if e.get("ph") == "X" and e["name"] in ("Memory Allocation", "Memory Release")]
     counters = [{"name": e["name"], "pid": e["pid"], "ts": e["ts"], "args": e["args"]}
                 for e in ev if e.get("ph") == "C"]
     d = torch_mspti.diagnostics().to_dict()
@@ -79,7 +79,7 @@ def check_release_of_earlier_allocation():
         with record_function("release"):
             torch.npu.empty_cache()
     data = _trace(prof)
-    releases = [e["args"] for e in data["traceEvents"] if e.get("ph") == "i" and e["name"] == "Memory Release"]
+    releases = [e["args"] for e in data["traceEvents"] if e.get("ph") == "X" and e["name"] == "Memory Release"]
     counters = [e["args"]["allocated"] for e in data["traceEvents"] if e.get("ph") == "C"]
     d = torch_mspti.diagnostics().to_dict()
     return {"reserved": reserved, "after": torch.npu.memory_reserved(), "releases": releases,
