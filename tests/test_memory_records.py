@@ -149,8 +149,9 @@ def test_the_counter_track_follows_the_net_bytes_allocated(preloaded):
     s = r["session"]
     n = len(r["instants"])
     if not r["counter_events"]:
-        assert r["counters"] == [] and s["memory"]["counter_samples"] == 0
-        pytest.skip("this torch's kineto writes no counter events (counter_events False)")
+        # The documented behaviour where kineto has no counter events: no track, none counted.
+        assert r["counters"] == [] and s["memory"]["counter_samples"] == 0 and r["counter_row"] is None
+        return
     track = [c for c in r["counters"] if c["name"] == "NPU runtime memory"]
     assert len(track) == n == s["memory"]["counter_samples"]
     values = [c["args"]["allocated"] for c in sorted(track, key=lambda c: c["ts"])]

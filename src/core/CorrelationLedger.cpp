@@ -162,9 +162,11 @@ void CorrelationLedger::noteAnswer(uint64_t id) {
   recount(before, entry);
 }
 
-void CorrelationLedger::noteDeviceIfKnown(const DeviceRecord& d) {
-  if (d.correlationId == 0 || d.correlationId <= staleBelow_) return;
-  auto it = entries_.find(d.correlationId);
+void CorrelationLedger::noteDeviceIfKnown(const DeviceRecord& d) { noteAnswerIfKnown(d.correlationId); }
+
+void CorrelationLedger::noteAnswerIfKnown(uint64_t id) {
+  if (id == 0 || id <= staleBelow_) return;
+  auto it = entries_.find(id);
   if (it == entries_.end()) return;
   const LaunchEntry before = it->second;
   ++it->second.deviceRecords;

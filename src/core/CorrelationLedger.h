@@ -64,6 +64,8 @@ class CorrelationLedger {
   // A device record that is not kept (over the store's cap): ends its launch's wait when the id
   // has an entry, never adds one.
   void noteDeviceIfKnown(const DeviceRecord& d);
+  // The same for any record that answers its call (a MEMORY record over the cap).
+  void noteAnswerIfKnown(uint64_t correlationId);
 
   // Launches still waiting for a device record of a class in `waitFor` (bit 1 << LaunchClass;
   // bit 1 << kNone = unclassified launches).

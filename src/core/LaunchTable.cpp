@@ -56,6 +56,24 @@ int32_t logicalDevice(uint32_t physical, const std::vector<uint32_t>& visible) {
   return static_cast<int32_t>(physical);
 }
 
+Launch launchCall(uint64_t id, const CorrelationLedger& ledger, const std::vector<ApiRecord>& apis,
+                  const HostClock& clock) {
+  Launch launch;
+  launch.correlationId = id;
+  if (const LaunchEntry* e = id ? ledger.find(id) : nullptr) {
+    launch.opHint = e->opHint;
+    launch.userHint = e->userHint;
+    const int64_t call = e->launchApi >= 0 ? e->launchApi : e->firstApi;
+    if (call >= 0) launch.call = &apis[static_cast<size_t>(call)];
+  }
+  if (launch.call && clock.trusted()) {
+    launch.callTrusted = true;
+    launch.callStart = clock.toRealtime(launch.call->start);
+    launch.callEnd = std::max(launch.callStart, clock.toRealtime(launch.call->end));
+  }
+  return launch;
+}
+
 LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock, const Window& window,
                                const std::vector<uint32_t>& visibleDevices, SessionCounters& c) {
   const CorrelationLedger& ledger = store.ledger();
@@ -94,19 +112,7 @@ LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock,
       while (j < valid.size() && valid[j]->correlationId == id) firstStart = std::min(firstStart, valid[j++]->start);
     const uint32_t rows = static_cast<uint32_t>(j - i);
 
-    Launch launch;
-    launch.correlationId = id;
-    if (const LaunchEntry* e = id ? ledger.find(id) : nullptr) {
-      launch.opHint = e->opHint;
-      launch.userHint = e->userHint;
-      const int64_t call = e->launchApi >= 0 ? e->launchApi : e->firstApi;
-      if (call >= 0) launch.call = &apis[static_cast<size_t>(call)];
-    }
-    if (launch.call && clock.trusted()) {
-      launch.callTrusted = true;
-      launch.callStart = clock.toRealtime(launch.call->start);
-      launch.callEnd = std::max(launch.callStart, clock.toRealtime(launch.call->end));
-    }
+    Launch launch = launchCall(id, ledger, apis, clock);
     const bool inWindow = launch.callTrusted ? launch.callStart >= window.start && launch.callStart <= window.end
                                              : firstStart >= window.start && firstStart <= window.collectionEnd;
     if (!inWindow) {

@@ -72,6 +72,12 @@ struct LaunchTable {
                            const std::vector<uint32_t>& visibleDevices, SessionCounters& counters);
 };
 
+// The launch call of correlation id `id` as the ledger knows it (its launch API record, else the
+// id's earliest one; its op and user-range hints), with the call's times on CLOCK_REALTIME when
+// `clock` is trusted. No rows. `apis` are the store's API records the ledger indexes.
+Launch launchCall(uint64_t id, const CorrelationLedger& ledger, const std::vector<ApiRecord>& apis,
+                  const HostClock& clock);
+
 // Logical index of `physical` given ASCEND_RT_VISIBLE_DEVICES (empty list: identity). A device
 // not in the list keeps its physical id.
 int32_t logicalDevice(uint32_t physical, const std::vector<uint32_t>& visible);

@@ -38,18 +38,7 @@ MemoryTimeline MemoryTimeline::build(const RecordStore& store, const HostClock& 
     MemoryEvent& e = t.events.emplace_back();
     e.record = r;
     e.device = logicalDevice(r.deviceId, visibleDevices);
-    e.call.correlationId = r.correlationId;
-    if (const LaunchEntry* entry = r.correlationId ? ledger.find(r.correlationId) : nullptr) {
-      e.call.opHint = entry->opHint;
-      e.call.userHint = entry->userHint;
-      const int64_t call = entry->launchApi >= 0 ? entry->launchApi : entry->firstApi;
-      if (call >= 0) e.call.call = &apis[static_cast<size_t>(call)];
-    }
-    if (e.call.call && clock.trusted()) {
-      e.call.callTrusted = true;
-      e.call.callStart = clock.toRealtime(e.call.call->start);
-      e.call.callEnd = std::max(e.call.callStart, clock.toRealtime(e.call.call->end));
-    }
+    e.call = launchCall(r.correlationId, ledger, apis, clock);
   }
   std::sort(t.events.begin(), t.events.end(), [](const MemoryEvent& a, const MemoryEvent& b) {
     return std::tie(a.record.end, a.record.address) < std::tie(b.record.end, b.record.address);
@@ -98,6 +87,7 @@ void buildMemoryActivities(const MemoryTimeline& timeline, const OpTimeline& ops
     lanes.addMemoryLane(e.device);
     ++c.memoryEvents;
 
+    if constexpr (!compat::kCounterEvents) continue;
     auto counter = std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::CPU_INSTANT_EVENT, kCounterName);
     counter->startTime = r.end;
     counter->endTime = r.end;

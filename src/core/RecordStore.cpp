@@ -28,8 +28,7 @@ void RecordStore::append(WalkResult& batch) {
   if (over > 0) {
     overCap_ += over;
     for (size_t i = devices; i < batch.devices.size(); ++i) ledger_.noteDeviceIfKnown(batch.devices[i]);
-    for (size_t i = memory; i < batch.memory.size(); ++i)
-      ledger_.noteDeviceIfKnown(DeviceRecord{.correlationId = batch.memory[i].correlationId});
+    for (size_t i = memory; i < batch.memory.size(); ++i) ledger_.noteAnswerIfKnown(batch.memory[i].correlationId);
     batch.devices.resize(devices);
     batch.apis.resize(apis);
     batch.externals.resize(externals);
