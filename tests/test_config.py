@@ -31,6 +31,7 @@ BOOL_SETTINGS = [
     "enable_communication",
     "enable_memcpy_memset",
     "enable_memory",
+    "enable_markers",
 ]
 
 
@@ -42,9 +43,10 @@ def _restore_defaults():
 
 def test_every_setting_is_listed_with_type_unit_range_default_and_value():
     names = {s["name"]: s for s in config.settings()}
-    assert set(INT_SETTINGS) | set(BOOL_SETTINGS) | {"drain_order", "profiler", "library_path"} == set(names)
+    texts = {"drain_order", "profiler", "library_path", "marker_domains"}
+    assert set(INT_SETTINGS) | set(BOOL_SETTINGS) | texts == set(names)
     for s in names.values():
-        assert s["type"] in {"int", "bool", "path", "choice"} and s["range"] and s["description"]
+        assert s["type"] in {"int", "bool", "path", "choice", "domains"} and s["range"] and s["description"]
         assert s["env"].startswith("TORCH_MSPTI_")
         assert s["value"] == getattr(config, s["name"])
         assert type(s["default"]) is type(s["value"])
@@ -92,6 +94,21 @@ def test_bool_settings(name):
     for bad in [1, "true", None]:
         with pytest.raises(TypeError, match=name):
             setattr(config, name, bad)
+
+
+def test_marker_domains_take_an_include_or_an_exclude_list():
+    assert config.marker_domains == ""
+    config.marker_domains = " include: train , default,train"
+    assert config.marker_domains == "include:train,default"
+    config.marker_domains = "exclude:noise"
+    assert config.marker_domains == "exclude:noise"
+    config.marker_domains = ""
+    assert config.marker_domains == ""
+    for bad in ("train", "include:", "include:a,,b", "only:a"):
+        with pytest.raises(ValueError, match=r"marker_domains: .*include:NAME"):
+            config.marker_domains = bad
+    with pytest.raises(TypeError, match="marker_domains"):
+        config.marker_domains = ["a"]
 
 
 def test_drain_order_choices():

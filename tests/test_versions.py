@@ -42,12 +42,25 @@ FROM_81 = {
     "msptiActivityPushExternalCorrelationId",
     "msptiActivityPopExternalCorrelationId",
 }
+# Enable/DisableMarkerDomain: documented from CANN 8.3.RC1 (docs/mspti.md 8).
+MARKER_DOMAINS = {"msptiActivityEnableMarkerDomain", "msptiActivityDisableMarkerDomain"}
 SYMBOLS = {
     "8.0.RC3": BASE,
     "8.1": BASE | FROM_81,
     "8.2": BASE | FROM_81,
-    "26.0": BASE | FROM_81,
-    "26.1": BASE | FROM_81 | {"msptiActivityIsEnabled"},
+    "26.0": BASE | FROM_81 | MARKER_DOMAINS,
+    "26.1": BASE | FROM_81 | MARKER_DOMAINS | {"msptiActivityIsEnabled"},
+}
+# libms_tools_ext's mstx ABI, which every generation's simulator answers itself (docs/mspti.md 5.9).
+MSTX = {
+    "mstxMarkA",
+    "mstxRangeStartA",
+    "mstxRangeEnd",
+    "mstxDomainCreateA",
+    "mstxDomainDestroy",
+    "mstxDomainMarkA",
+    "mstxDomainRangeStartA",
+    "mstxDomainRangeEnd",
 }
 MAX_KIND = {"8.0.RC3": 3, "8.1": 8, "8.2": 9, "26.0": 12, "26.1": 12}
 
@@ -172,7 +185,8 @@ def test_library_exports_exactly_its_generations_symbols(generation):
     names = {line.split()[-1] for line in out.splitlines() if line.strip()}
     mspti = {n for n in names if n.startswith("mspti") and not n.startswith("msptiSim")}
     assert mspti == SYMBOLS[generation], mspti ^ SYMBOLS[generation]
-    assert all(n.startswith("mspti") for n in names if not n.startswith("_")), names
+    assert {n for n in names if n.startswith("mstx")} == MSTX, names
+    assert all(n.startswith(("mspti", "mstx")) for n in names if not n.startswith("_")), names
     assert "msptiSimLaunchKernel" in names and "msptiSimGeneration" in names
     assert CONTROL_API <= names, CONTROL_API - names
 

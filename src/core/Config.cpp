@@ -1,5 +1,6 @@
 #include "Config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +12,7 @@
 namespace torch_mspti {
 namespace {
 
-enum class Type { kInt, kBool, kChoice, kPath };
+enum class Type { kInt, kBool, kChoice, kPath, kDomains };
 
 const char* const kDrainOrders[] = {"auto", "disable_first", "poll_first", nullptr};
 const char* const kProfilerModes[] = {"auto", "mspti", "off", nullptr};
@@ -101,6 +102,14 @@ const Setting kSettings[] = {
      "collect MEMORY records: the runtime's device allocations and releases (need libmspti.so in LD_PRELOAD "
      "from process start)",
      nullptr, &ConfigSnapshot::enableMemory},
+    {"enable_markers", nullptr, Type::kBool, "", "true",
+     "collect MARKER records (torch_npu.npu.mstx marks and ranges) into the trace", nullptr,
+     &ConfigSnapshot::enableMarkers},
+    {"marker_domains", nullptr, Type::kDomains, "", "",
+     "mstx domains MSPTI records, as msprof's --mstx-domain-include/--mstx-domain-exclude: include:NAME,... or "
+     "exclude:NAME,... (\"default\" is the default domain; \"\" = every domain); applied through "
+     "msptiActivityEnable/DisableMarkerDomain (CANN 8.3 and newer)",
+     nullptr, nullptr, 0, 0, 1, nullptr, ChoiceField{}},
 };
 
 const Setting* find(const std::string& name) {
@@ -128,6 +137,7 @@ std::string rangeText(const Setting& s) {
       return out;
     }
     case Type::kPath: return "absolute path, or empty to search";
+    case Type::kDomains: return "include:NAME[,NAME...], exclude:NAME[,NAME...], or empty for every domain";
   }
   return "";
 }
@@ -138,6 +148,7 @@ const char* typeText(Type t) {
     case Type::kBool: return "bool";
     case Type::kChoice: return "choice";
     case Type::kPath: return "path";
+    case Type::kDomains: return "domains";
   }
   return "";
 }
@@ -153,6 +164,37 @@ std::optional<bool> parseBool(const std::string& t) {
 std::string checkInt(const Setting& s, int64_t v) {
   if (v >= s.lo && v <= s.hi && v % s.multipleOf == 0) return "";
   return fmt::format("{}: {} is out of range; allowed {}", s.name, v, rangeText(s));
+}
+
+// "include:a, b" -> {kInclude, {a, b}}; "" (or blanks) -> every domain. "" or the error.
+std::string parseMarkerDomains(const Setting& s, const std::string& text, MarkerDomainFilter& out) {
+  auto trim = [](std::string t) {
+    const size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
+    return b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+  };
+  const std::string all = trim(text);
+  MarkerDomainFilter f;
+  if (all.empty()) {
+    out = f;
+    return "";
+  }
+  const size_t colon = all.find(':');
+  const std::string mode = trim(all.substr(0, colon));
+  if (colon == std::string::npos || (mode != "include" && mode != "exclude"))
+    return fmt::format("{}: '{}' is not allowed; use {}", s.name, text, rangeText(s));
+  f.mode = mode == "include" ? MarkerDomainFilter::Mode::kInclude : MarkerDomainFilter::Mode::kExclude;
+  std::string rest = all.substr(colon + 1);
+  size_t start = 0;
+  while (start <= rest.size()) {
+    const size_t comma = rest.find(',', start);
+    const std::string name = trim(rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (name.empty()) return fmt::format("{}: '{}' has an empty domain name; use {}", s.name, text, rangeText(s));
+    if (std::find(f.names.begin(), f.names.end(), name) == f.names.end()) f.names.push_back(name);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  out = std::move(f);
+  return "";
 }
 
 // Applies `text` to `values`; "" or the error.
@@ -185,6 +227,7 @@ std::string applyText(ConfigSnapshot& values, const Setting& s, const std::strin
       return fmt::format("{}: '{}' is not allowed; use {}", s.name, text, rangeText(s));
     }
     case Type::kPath: values.libraryPath = text; return "";
+    case Type::kDomains: return parseMarkerDomains(s, text, values.markerDomains);
   }
   return "";
 }
@@ -195,6 +238,7 @@ std::string valueText(const ConfigSnapshot& v, const Setting& s) {
     case Type::kBool: return v.*(s.boolField) ? "true" : "false";
     case Type::kChoice: return s.choices[s.choice.get(v)];
     case Type::kPath: return v.libraryPath;
+    case Type::kDomains: return v.markerDomains.text();
   }
   return "";
 }
@@ -220,6 +264,18 @@ std::vector<uint32_t> parseVisibleDevices(const char* raw) {
 }
 
 }  // namespace
+
+std::string MarkerDomainFilter::text() const {
+  if (mode == Mode::kAll) return "";
+  std::string out = mode == Mode::kInclude ? "include:" : "exclude:";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? "," : "") + names[i];
+  return out;
+}
+
+bool MarkerDomainFilter::admits(const std::string& domain) const {
+  const bool listed = std::find(names.begin(), names.end(), domain) != names.end();
+  return mode == Mode::kAll || (mode == Mode::kInclude ? listed : !listed);
+}
 
 const char* boolSettingName(bool ConfigSnapshot::* field) {
   for (const Setting& s : kSettings)
@@ -326,7 +382,8 @@ std::string Config::setBool(const std::string& name, bool value) {
 
 std::string Config::setText(const std::string& name, const std::string& value) {
   const Setting* s = find(name);
-  if (!s || (s->type != Type::kChoice && s->type != Type::kPath)) return fmt::format("{}: not a text setting", name);
+  if (!s || (s->type != Type::kChoice && s->type != Type::kPath && s->type != Type::kDomains))
+    return fmt::format("{}: not a text setting", name);
   if (s->importOnly)
     return fmt::format("{}: read when torch_mspti is imported; set {} in the environment before importing torch", name,
                        envName(*s));

@@ -28,6 +28,19 @@ enum class ProfilerMode : int { kAuto = 0, kMspti = 1, kOff = 2 };
 
 // Values of every setting for one session. Built by Config (never default-constructed with
 // meaningful values: use Config::defaults()).
+// The marker_domains setting: which mstx domains MSPTI records (mspti.md 5.9). msprof's convention:
+// an include list or an exclude list of domain names ("default" is the default domain), never
+// both; with neither, every domain.
+struct MarkerDomainFilter {
+  enum class Mode : uint8_t { kAll, kInclude, kExclude };
+  Mode mode = Mode::kAll;
+  std::vector<std::string> names;  // not empty unless kAll
+  // "", "include:a,b" or "exclude:a,b" (the setting's text).
+  std::string text() const;
+  // Whether a marker of `domain` is collected under this filter.
+  bool admits(const std::string& domain) const;
+};
+
 struct ConfigSnapshot {
   int64_t bufferSizeBytes = 0;      // size of each activity buffer handed to MSPTI
   int64_t bufferPoolCap = 0;        // buffers outstanding at once; further requests declined
@@ -46,6 +59,8 @@ struct ConfigSnapshot {
   bool enableCommunication = false;
   bool enableMemcpyMemset = false;
   bool enableMemory = false;
+  bool enableMarkers = false;
+  MarkerDomainFilter markerDomains;
   // ASCEND_RT_VISIBLE_DEVICES as a list of physical ids (index = torch's logical device); empty
   // when unset, meaning logical == physical. Read at every snapshot().
   std::vector<uint32_t> visibleDevices;
@@ -69,7 +84,7 @@ bool libraryPreloaded(const ConfigSnapshot& s, const std::string& libraryPath);
 struct SettingInfo {
   std::string name;         // e.g. "buffer_size"
   std::string env;          // e.g. "TORCH_MSPTI_BUFFER_SIZE"
-  std::string type;         // "int", "bool", "choice", "path"
+  std::string type;         // "int", "bool", "choice", "path", "domains"
   std::string unit;         // "bytes", "ms", "" ...
   std::string range;        // human-readable allowed values
   std::string defaultText;  // the default, as text

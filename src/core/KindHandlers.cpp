@@ -186,16 +186,32 @@ void readExternalCorrelation(const uint8_t* p, uint32_t, RecordReader& in) {
       {rawField(p, offsetof(msptiActivityExternalCorrelation, externalKind)), e.externalId, e.correlationId});
 }
 
+// --- MARKER: an mstx mark or one end of an mstx range (msptiActivityMarker, mspti.md 3.4, 5.9)
+
+void readMarker(const uint8_t* p, uint32_t, RecordReader& in) {
+  const auto m = load<msptiActivityMarker>(p);
+  MarkerRecord& r = in.out.markers.emplace_back();
+  r.timestamp = static_cast<int64_t>(m.timestamp);
+  r.id = m.id;
+  r.flag = rawField(p, offsetof(msptiActivityMarker, flag));
+  r.sourceKind = rawField(p, offsetof(msptiActivityMarker, sourceKind));
+  r.first = m.objectId.pt.processId;  // ds.deviceId for a device marker (the union's first word)
+  r.second = m.objectId.pt.threadId;  // ds.streamId
+  // End and device records carry "" (or NULL) for both; NULL as the domain of a start or mark is
+  // the default domain, which MSPTI names "default" (mspti.md 5.9).
+  r.name = m.name && *m.name ? in.intern(m.name) : nullptr;
+  r.domain = !m.domain ? in.intern(kDefaultMarkerDomain) : *m.domain ? in.intern(m.domain) : nullptr;
+}
+
 using C = ConfigSnapshot;
 using S = SessionCounters;
 
-// One row per kind, indexed by the kind's value. MARKER and HCCL are walked and counted, not
-// collected.
+// One row per kind, indexed by the kind's value. HCCL is walked and counted, not collected.
 constexpr KindHandler kKindHandlers[] = {
     {MSPTI_ACTIVITY_KIND_INVALID, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, nullptr,
      nullptr, nullptr, nullptr},
-    {MSPTI_ACTIVITY_KIND_MARKER, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, nullptr, nullptr,
-     nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_MARKER, &C::enableMarkers, KeptAs::kMarker, TraceRow::kNone, LaunchClass::kNone, true, nullptr,
+     &readMarker, nullptr, nullptr},
     {MSPTI_ACTIVITY_KIND_KERNEL, &C::enableKernels, KeptAs::kDeviceRow, TraceRow::kKernel, LaunchClass::kKernel, true,
      &S::kernels, &readKernel, &nameOf, &describeKernel},
     {MSPTI_ACTIVITY_KIND_API, &C::enableApiRecords, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true,

@@ -42,6 +42,7 @@ enum class KeptAs : uint8_t {
   kApiCall,              // WalkResult::apis: a host API call (thread, span, correlation id)
   kExternalCorrelation,  // WalkResult::externals: (external kind, external id, correlation id)
   kMemoryEvent,          // WalkResult::memory: a runtime allocation or release (trace: MemoryActivities)
+  kMarker,               // WalkResult::markers: an mstx mark or range end (MarkerTable.h pairs them)
 };
 
 // The kineto activity type a kept device record becomes (the trace builder maps it to

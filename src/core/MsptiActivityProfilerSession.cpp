@@ -14,6 +14,7 @@
 #include "ForkGuard.h"
 #include "JsonWriter.h"
 #include "KindHandlers.h"
+#include "MarkerActivities.h"
 #include "MemoryEvents.h"
 #include "MsptiActivityApi.h"
 #include "OpTimeline.h"
@@ -218,6 +219,17 @@ bool MsptiActivityProfilerSession::arm() {
           lastEnableNote_.empty() ? "msptiActivityEnable(COMMUNICATION) failed" : lastEnableNote_));
     anyDevice |= ok;
   }
+  // mstx markers (MARKER records, mspti.md 5.9) are kept for their own sake, whatever device kinds
+  // came on: a marker describes the program, not a launch.
+  for (const ActivityKindInfo& info : kActivityKinds) {
+    const KindHandler& k = kindHandler(info.kind);
+    if (k.keptAs != KeptAs::kMarker || !k.enabledBy || !(deps_.config.*k.enabledBy)) continue;
+    if (enable(k.kind, /*report=*/false)) applyMarkerDomains();
+    else
+      notCollected_.push_back(
+          fmt::format("MARKER: mstx marks and ranges are not collected: {}",
+                      lastEnableNote_.empty() ? "msptiActivityEnable(MARKER) failed" : lastEnableNote_));
+  }
   const bool forwarding = anyDevice && deps_.config.enableExternalCorrelation && api.hasExternalCorrelation() &&
                           enable(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, true);
   // RUNTIME_API from MSPTI 26.0 carries the launch calls; older libraries only know API
@@ -232,6 +244,46 @@ bool MsptiActivityProfilerSession::arm() {
   reclaimCallbacks_.store(true);
   lanes_.usePeerNames(deps_.peer.present);
   return true;
+}
+
+// marker_domains (mspti.md 5.9): an exclude list switches those domains off in MSPTI for the
+// session (on again at stop: the switches are process-wide); an include list switches its domains
+// on, and since MSPTI has no switch for "every other domain", the other domains' markers are
+// dropped at stop and counted (markers.not_included). A library without the domain functions
+// cannot apply the setting: every domain is collected and the report says so.
+void MsptiActivityProfilerSession::applyMarkerDomains() {
+  const MarkerDomainFilter& f = deps_.config.markerDomains;
+  markerDomains_ = {f.text(), f.mode == MarkerDomainFilter::Mode::kAll, ""};
+  if (f.mode == MarkerDomainFilter::Mode::kAll) return;
+  if (!fns_->enableMarkerDomain || !fns_->disableMarkerDomain) {
+    markerDomains_.note = fmt::format(
+        "marker_domains={} cannot be applied: this MSPTI library has no msptiActivityEnableMarkerDomain/"
+        "msptiActivityDisableMarkerDomain (CANN 8.3.RC1 and newer have them); markers of every domain are collected",
+        f.text());
+    return;
+  }
+  const bool exclude = f.mode == MarkerDomainFilter::Mode::kExclude;
+  std::string failed;
+  for (const std::string& name : f.names) {
+    msptiResult res = MSPTI_ERROR_INNER;
+    guard(errors_, "marker_domains",
+          [&] { res = exclude ? fns_->disableMarkerDomain(name.c_str()) : fns_->enableMarkerDomain(name.c_str()); });
+    if (res != MSPTI_SUCCESS)
+      failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", name, static_cast<int>(res));
+    else if (exclude) domainsOff_.push_back(name);
+  }
+  markerDomains_.applied = failed.empty();
+  if (!failed.empty())
+    markerDomains_.note =
+        fmt::format("msptiActivity{}MarkerDomain failed for {}", exclude ? "Disable" : "Enable", failed);
+  else if (!exclude)
+    markerDomains_.note = "markers of other domains are dropped by torch-mspti (counted in markers.not_included)";
+}
+
+void MsptiActivityProfilerSession::restoreMarkerDomains() {
+  for (const std::string& name : domainsOff_)
+    guard(errors_, "marker_domains", [&] { fns_->enableMarkerDomain(name.c_str()); });
+  domainsOff_.clear();
 }
 
 void MsptiActivityProfilerSession::stop() {
@@ -250,6 +302,7 @@ void MsptiActivityProfilerSession::collect() {
   const DeviceSync sync = synchronizeDevicesSeen();  // before Disable: MSPTI 26.1 discards unfinished work
   disarmForwarder();                                 // the op log is complete once no op can push
   const int64_t disabledAt = drainLibrary(sync);     // unsubscribes; the store is sealed after it
+  restoreMarkerDomains();                            // MARKER is off: the switches go back for later sessions
   takeCounters();                                    // every record is in: the counters are final
   buildLaunches(disabledAt);                         // the window ends at Disable
   reportFindings();                                  // last: reads everything above
@@ -363,6 +416,10 @@ void MsptiActivityProfilerSession::buildLaunches(int64_t disabledAt) {
   launches_ = LaunchTable::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
   memory_ = MemoryTimeline::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
   store_->releaseDeviceRecords();  // the launch table holds the kept rows from here on
+  const bool dropOthers =
+      markerDomains_.applied && deps_.config.markerDomains.mode == MarkerDomainFilter::Mode::kInclude;
+  markers_ = MarkerTable::build(store_->markers(), deps_.config.visibleDevices,
+                                dropOthers ? &deps_.config.markerDomains : nullptr, counters_);
   // Records at or below this session's highest id belong to it: a later session drops them as stale.
   if (deps_.staleBelow) {
     const uint64_t maxId = highestId_;
@@ -449,6 +506,7 @@ void MsptiActivityProfilerSession::process(libkineto::ActivityLogger& logger,
     BuildContext in{&launches_, &ops, deps_.ids, deps_.processId};
     buildActivities(in, *buffer_, lanes_, counters_);
     buildMemoryActivities(memory_, ops, *buffer_, lanes_, counters_);
+    buildMarkerActivities(markers_, ops, *deps_.ids, *buffer_, lanes_, counters_);
     for (const auto& act : buffer_->activities) logger.handleActivity(*act);
     // getDeviceInfo() names the first device; the others are named here (kineto.md 6, step 6).
     const auto devices = lanes_.devices();
@@ -530,6 +588,7 @@ SessionReport MsptiActivityProfilerSession::report() const {
   r.findings = findings_;
   for (auto k : enabledKinds_) r.enabledKinds.push_back(kindName(k));
   r.notCollected = notCollected_;
+  r.markerDomains = markerDomains_;
   r.hostClock = hostClock_ ? hostClock_->name() : "";
   r.counters = counters_;
   r.drain = drain_;

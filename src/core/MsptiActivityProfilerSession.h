@@ -39,6 +39,7 @@
 #include "DeviceLanes.h"
 #include "HostClock.h"
 #include "LaunchTable.h"
+#include "MarkerTable.h"
 #include "MemoryEvents.h"
 #include "MsptiBufferPool.h"
 #include "MsptiLibrary.h"
@@ -133,10 +134,12 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
     bool idle = false;  // every device that may hold the session's work is idle
     double ms = 0;      // time spent waiting
   };
-  bool stopInForkedChild();                      // true: stopped without calling MSPTI (a forked child)
-  void retakeFromPeer();                         // a peer backend's stop() disabled our kinds: enable them again
-  DeviceSync synchronizeDevicesSeen();           // synchronize_devices: wait for the devices first
-  void disarmForwarder();                        // no op pushes ids from here; the op log is taken
+  bool stopInForkedChild();             // true: stopped without calling MSPTI (a forked child)
+  void retakeFromPeer();                // a peer backend's stop() disabled our kinds: enable them again
+  DeviceSync synchronizeDevicesSeen();  // synchronize_devices: wait for the devices first
+  void disarmForwarder();               // no op pushes ids from here; the op log is taken
+  void applyMarkerDomains();
+  void restoreMarkerDomains();
   int64_t drainLibrary(const DeviceSync& sync);  // DrainPolicy; returns when MSPTI was disabled (ns)
   void takeCounters();                           // this session's share of the pool's and forwarder's counters
   void buildLaunches(int64_t disabledAt);        // HostClock, LaunchTable; the stale watermark moves up
@@ -166,6 +169,8 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   bool predates26_ = false;                // Enable(RUNTIME_API) said the kind is unknown: a library before 26.0
   std::string lastEnableNote_;             // the note of the latest enable() ("" when fine)
   std::vector<std::string> notCollected_;  // SessionReport::notCollected
+  MarkerDomainsOutcome markerDomains_;     // how the marker_domains setting was applied
+  std::vector<std::string> domainsOff_;    // domains this session disabled (enabled again at stop)
   bool subscribed_ = false;
   bool armed_ = false;
   bool metadataHandedOver_ = false;  // the report went to kineto through addTraceMetadata (older kineto)
@@ -186,6 +191,7 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   int64_t startNs_ = 0, stopNs_ = 0;
   LaunchTable launches_;
   MemoryTimeline memory_;
+  MarkerTable markers_;
   DeviceLanes lanes_;
   std::unique_ptr<libkineto::CpuTraceBuffer> buffer_;
 };

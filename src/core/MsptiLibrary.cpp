@@ -195,11 +195,18 @@ bool MsptiLibrary::adoptHandle(void* handle, const std::string& path, const std:
   resolve(handle, "msptiActivityPushExternalCorrelationId", f.pushExternalCorrelationId, r, false);
   resolve(handle, "msptiActivityPopExternalCorrelationId", f.popExternalCorrelationId, r, false);
   resolve(handle, "msptiActivityIsEnabled", f.isEnabled, r, false);
+  resolve(handle, "msptiActivityEnableMarkerDomain", f.enableMarkerDomain, r, false);
+  resolve(handle, "msptiActivityDisableMarkerDomain", f.disableMarkerDomain, r, false);
   // Reported for the generation table, not used: the plugin walks buffers itself and flushes on
   // its own schedule (MsptiRecordWalker.h, DrainPolicy.h).
   for (const char* name : {"msptiActivityFlushPeriod", "msptiActivityGetNextRecord"}) {
     dlerror();
     (dlsym(handle, name) ? r.resolved : r.missingOptional).push_back(name);
+  }
+  // A domain switched off that cannot be switched on again would outlive the session: both or neither.
+  if (!f.enableMarkerDomain || !f.disableMarkerDomain) {
+    f.enableMarkerDomain = nullptr;
+    f.disableMarkerDomain = nullptr;
   }
   // Push without pop (or the reverse) cannot keep MSPTI's stack balanced: use neither.
   if (!f.pushExternalCorrelationId || !f.popExternalCorrelationId) {

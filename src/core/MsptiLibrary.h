@@ -38,6 +38,9 @@ struct MsptiFunctions {
   msptiResult (*pushExternalCorrelationId)(msptiExternalCorrelationKind, uint64_t) = nullptr;
   msptiResult (*popExternalCorrelationId)(msptiExternalCorrelationKind, uint64_t*) = nullptr;
   bool (*isEnabled)(msptiActivityKind) = nullptr;
+  // From CANN 8.3.RC1 (mspti.md 2.3, 5.9); both or neither.
+  msptiResult (*enableMarkerDomain)(const char*) = nullptr;
+  msptiResult (*disableMarkerDomain)(const char*) = nullptr;
 };
 
 // What a search is asked to do (from the session's ConfigSnapshot).

@@ -13,6 +13,7 @@ void WalkResult::clear() {
   apis.clear();
   externals.clear();
   memory.clear();
+  markers.clear();
   std::memset(recordsByKind, 0, sizeof(recordsByKind));
   records = 0;
   abandonedBytes = 0;
@@ -26,7 +27,7 @@ namespace {
 // (MSPTI runs each completion on a new thread, mspti.md 5.2), and growing vectors of 100k records
 // by doubling copies them about twice over. Stops where the walk would stop.
 void reserveFor(const uint8_t* buffer, size_t validSize, WalkResult& out) {
-  size_t devices = 0, apis = 0, externals = 0, memory = 0, pos = 0;
+  size_t devices = 0, apis = 0, externals = 0, memory = 0, markers = 0, pos = 0;
   while (validSize - pos >= sizeof(uint32_t)) {
     uint32_t kind = 0;
     std::memcpy(&kind, buffer + pos, sizeof(kind));
@@ -37,6 +38,7 @@ void reserveFor(const uint8_t* buffer, size_t validSize, WalkResult& out) {
       case KeptAs::kApiCall: ++apis; break;
       case KeptAs::kExternalCorrelation: ++externals; break;
       case KeptAs::kMemoryEvent: ++memory; break;
+      case KeptAs::kMarker: ++markers; break;
       case KeptAs::kNothing: break;
     }
     pos += size;
@@ -45,6 +47,7 @@ void reserveFor(const uint8_t* buffer, size_t validSize, WalkResult& out) {
   out.apis.reserve(out.apis.size() + apis);
   out.externals.reserve(out.externals.size() + externals);
   out.memory.reserve(out.memory.size() + memory);
+  out.markers.reserve(out.markers.size() + markers);
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ struct WalkResult {
   std::vector<DeviceRecord> devices;  // KERNEL, COMMUNICATION, MEMCPY, MEMSET
   std::vector<ApiRecord> apis;        // API, ACL_API, NODE_API, RUNTIME_API
   std::vector<ExternalCorrelationRecord> externals;
-  std::vector<MemoryRecord> memory;  // MEMORY
+  std::vector<MemoryRecord> memory;   // MEMORY
+  std::vector<MarkerRecord> markers;  // MARKER
   uint64_t recordsByKind[MSPTI_ACTIVITY_KIND_COUNT] = {};
   uint64_t records = 0;         // records walked (all kinds)
   uint64_t abandonedBytes = 0;  // bytes not walked after an unknown kind or truncated record

@@ -59,6 +59,24 @@ struct ApiRecord {
   const std::string* name = nullptr;  // e.g. "LaunchKernelV2"
 };
 
+// The default mstx domain's name, as MSPTI writes it (mspti.md 5.9); also the name the trace, the
+// report and the marker_domains setting use.
+inline constexpr const char* kDefaultMarkerDomain = "default";
+// The domain written for a marker whose records name none (an unpaired range end).
+inline constexpr const char* kUnknownMarkerDomain = "unknown";
+
+// An mstx marker (msptiActivityMarker, mspti.md 3.4, 5.9): one mark, or one end of a range.
+struct MarkerRecord {
+  int64_t timestamp = 0;                // ns since the epoch
+  uint64_t id = 0;                      // the range's id, shared by its start and end
+  uint32_t flag = 0;                    // msptiActivityFlag (one MARKER_* bit)
+  uint32_t sourceKind = 0;              // msptiActivitySourceKind: HOST (0) or DEVICE (1)
+  uint32_t first = 0;                   // HOST: processId; DEVICE: deviceId (physical)
+  uint32_t second = 0;                  // HOST: threadId; DEVICE: streamId
+  const std::string* name = nullptr;    // the message; nullptr when the record has none (ends, device records)
+  const std::string* domain = nullptr;  // the domain ("default" for MSPTI's NULL); nullptr when none is given
+};
+
 struct ExternalCorrelationRecord {
   uint32_t externalKind = 0;  // msptiExternalCorrelationKind
   uint64_t externalId = 0;    // torch op id (CUSTOM0) or user range id (CUSTOM1)

@@ -22,9 +22,11 @@ void RecordStore::append(WalkResult& batch) {
     return static_cast<size_t>(k);
   };
   const size_t devices = fit(batch.devices.size()), apis = fit(batch.apis.size()),
-               externals = fit(batch.externals.size()), memory = fit(batch.memory.size());
+               externals = fit(batch.externals.size()), memory = fit(batch.memory.size()),
+               markers = fit(batch.markers.size());
   const uint64_t over = (batch.devices.size() - devices) + (batch.apis.size() - apis) +
-                        (batch.externals.size() - externals) + (batch.memory.size() - memory);
+                        (batch.externals.size() - externals) + (batch.memory.size() - memory) +
+                        (batch.markers.size() - markers);
   if (over > 0) {
     overCap_ += over;
     for (size_t i = devices; i < batch.devices.size(); ++i) ledger_.noteDeviceIfKnown(batch.devices[i]);
@@ -33,8 +35,9 @@ void RecordStore::append(WalkResult& batch) {
     batch.apis.resize(apis);
     batch.externals.resize(externals);
     batch.memory.resize(memory);
+    batch.markers.resize(markers);
   }
-  kept_ += devices + apis + externals + memory;
+  kept_ += devices + apis + externals + memory + markers;
   for (const auto& e : batch.externals) ledger_.noteExternal(e);
   int64_t index = static_cast<int64_t>(apis_.size());
   for (const auto& a : batch.apis) ledger_.noteApi(a, index++);
@@ -53,6 +56,7 @@ void RecordStore::append(WalkResult& batch) {
   moveAll(apis_, batch.apis);
   moveAll(externals_, batch.externals);
   moveAll(memory_, batch.memory);
+  moveAll(markers_, batch.markers);
   for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) recordsByKind_[i] += batch.recordsByKind[i];
   if (batch.abandoned) {
     ++abandonedBuffers_;

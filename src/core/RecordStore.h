@@ -26,7 +26,7 @@ namespace torch_mspti {
 class RecordStore {
  public:
   // Correlation ids at or below `staleBelow` (the highest id earlier sessions saw) are theirs.
-  // At most `maxRecords` records (device, API and external records together; the setting
+  // At most `maxRecords` records (device, API, external and marker records together; the setting
   // max_session_records) are kept; the ledger grows only with kept records.
   explicit RecordStore(uint64_t staleBelow, uint64_t maxRecords = UINT64_MAX)
       : maxRecords_(maxRecords), ledger_(staleBelow) {}
@@ -64,6 +64,7 @@ class RecordStore {
   const std::vector<ApiRecord>& apis() const { return apis_; }
   const std::vector<ExternalCorrelationRecord>& externals() const { return externals_; }
   const std::vector<MemoryRecord>& memory() const { return memory_; }
+  const std::vector<MarkerRecord>& markers() const { return markers_; }
   const CorrelationLedger& ledger() const { return ledger_; }
   const uint64_t* recordsByKind() const { return recordsByKind_; }
   uint64_t abandonedBuffers() const { return abandonedBuffers_; }
@@ -93,6 +94,7 @@ class RecordStore {
   std::vector<ApiRecord> apis_;
   std::vector<ExternalCorrelationRecord> externals_;
   std::vector<MemoryRecord> memory_;
+  std::vector<MarkerRecord> markers_;
   CorrelationLedger ledger_;
   uint64_t recordsByKind_[MSPTI_ACTIVITY_KIND_COUNT] = {};
   uint64_t abandonedBuffers_ = 0;

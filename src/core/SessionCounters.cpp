@@ -47,6 +47,7 @@ void SessionCounters::add(const SessionCounters& o) {
     mine = c.merge == CounterMerge::kMax ? std::max(mine, o.*(c.field)) : mine + o.*(c.field);
   }
   for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k) recordsByKind[k] += o.recordsByKind[k];
+  for (const auto& [domain, n] : o.markersByDomain) markersByDomain[domain] += n;
 }
 
 SessionCounters SessionCounters::since(const SessionCounters& earlier) const {
@@ -58,6 +59,10 @@ SessionCounters SessionCounters::since(const SessionCounters& earlier) const {
   }
   for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k)
     d.recordsByKind[k] = recordsByKind[k] - std::min(recordsByKind[k], earlier.recordsByKind[k]);
+  for (auto& [domain, n] : d.markersByDomain) {
+    const auto it = earlier.markersByDomain.find(domain);
+    if (it != earlier.markersByDomain.end()) n -= std::min(n, it->second);
+  }
   return d;
 }
 

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include <mspti/mspti_activity.h>
 
@@ -69,6 +71,16 @@ enum class CounterMerge : uint8_t { kSum, kMax };
   X("repaired", zeroDuration, "zero_duration", kStop, kSum, "device records with start = end != 0, kept as such")    \
   X("repaired", deviceBeforeLaunch, "device_before_launch", kStop, kSum,                                             \
     "device rows that start before their launch call (device clock behind the host clock)")                          \
+  X("markers", markerMarks, "marks", kStop, kSum, "mstx marks (instant MARKER records)")                             \
+  X("markers", markerRanges, "ranges", kStop, kSum, "mstx ranges paired by id (start and end records)")              \
+  X("markers", markerUnpairedStarts, "unpaired_starts", kStop, kSum,                                                 \
+    "range starts without an end (the range ends after the window): kept as instants")                               \
+  X("markers", markerUnpairedEnds, "unpaired_ends", kStop, kSum,                                                     \
+    "range ends without a start (the range began before the window): kept as instants")                              \
+  X("markers", markerUnknownFlag, "unknown_flag", kStop, kSum,                                                       \
+    "MARKER records whose flag is not one MARKER_* value: kept as instants")                                         \
+  X("markers", markerNotIncluded, "not_included", kStop, kSum,                                                       \
+    "markers of a domain outside marker_domains' include list: dropped")                                             \
   X("rows", deviceRows, "device_rows", kTrace, kSum, "device rows in the trace (all kinds)")                         \
   X("rows", kernels, "kernels", kTrace, kSum, "kernel rows")                                                         \
   X("rows", communications, "communications", kTrace, kSum, "collective rows (COMMUNICATION records)")               \
@@ -77,6 +89,7 @@ enum class CounterMerge : uint8_t { kSum, kMax };
   X("rows", annotations, "annotations", kTrace, kSum, "user-range spans on device lanes")                            \
   X("rows", memoryEvents, "memory_events", kTrace, kSum,                                                             \
     "runtime allocation and release instants (MEMORY records) on the NPU memory lanes")                              \
+  X("rows", markerRows, "markers", kTrace, kSum, "mstx marker spans and instants (host and device lanes)")           \
   X("rows", launchEvents, "launch_events", kTrace, kSum, "launch events with an arrow to their device rows")         \
   X("rows", launchThreadEvents, "launch_thread_events", kTrace, kSum,                                                \
     "launch events on a thread that ran no op at the time (its own lane, no op credited)")                           \
@@ -97,6 +110,8 @@ struct SessionCounters {
   TORCH_MSPTI_SESSION_COUNTERS(TORCH_MSPTI_COUNTER_FIELD)
 #undef TORCH_MSPTI_COUNTER_FIELD
   uint64_t recordsByKind[MSPTI_ACTIVITY_KIND_COUNT] = {};
+  // mstx markers built, by domain (MarkerTable.h).
+  std::map<std::string, uint64_t> markersByDomain;
 
   // Every record of every kind.
   uint64_t records() const;

@@ -66,6 +66,9 @@ void writeCounters(ReportWriter& w, const SessionCounters& c, bool tracePhase) {
   for (int i = 1; i < MSPTI_ACTIVITY_KIND_COUNT; ++i)
     if (c.recordsByKind[i]) w.value(kindName(static_cast<uint32_t>(i)), c.recordsByKind[i]);
   w.endObject();
+  w.beginObject("markers_by_domain");
+  for (const auto& [domain, n] : c.markersByDomain) w.value(domain.c_str(), n);
+  w.endObject();
   w.value("records", c.records());
   const char* open = nullptr;
   for (int i = 0; i < kCounterCount; ++i) {
@@ -136,6 +139,11 @@ void writeReport(ReportWriter& w, const SessionReport& r, bool tracePhase) {
   w.beginArray("not_collected");
   for (const auto& k : r.notCollected) w.value(nullptr, k);
   w.endArray();
+  w.beginObject("marker_domains")
+      .value("setting", r.markerDomains.setting)
+      .value("applied", r.markerDomains.applied)
+      .value("note", r.markerDomains.note)
+      .endObject();
   if (r.hostClock.empty()) w.null("host_clock");
   else w.value("host_clock", r.hostClock);
   writeCounters(w, r.counters, tracePhase);

@@ -40,6 +40,13 @@ struct DrainStats {
 enum class SessionState { kConfigured, kStarted, kStopped, kProcessed, kFailed };
 const char* sessionStateName(SessionState s);
 
+// What became of the marker_domains setting in one session (mspti.md 5.9).
+struct MarkerDomainsOutcome {
+  std::string setting;   // the setting's text ("" = every domain)
+  bool applied = false;  // the library switched the domains as asked
+  std::string note;      // why not, or what the plugin did itself ("" when nothing to say)
+};
+
 struct SessionReport {
   SessionState state = SessionState::kConfigured;
   std::vector<std::string> errors;
@@ -50,6 +57,7 @@ struct SessionReport {
   // Device kinds the session asked for but could not enable, each "<KIND>: why, and what is
   // missing from the trace" (e.g. COMMUNICATION on an MSPTI before 8.2: no collective rows).
   std::vector<std::string> notCollected;
+  MarkerDomainsOutcome markerDomains;
   std::string hostClock;  // HostClock::name()
   SessionCounters counters;
   std::optional<DrainStats> drain;

@@ -116,6 +116,10 @@ TORCH_MSPTI_SIM_EXPORT uint64_t msptiSimStreamTail(uint32_t device, uint32_t str
   return sim::Simulator::instance().timeline().streamTail(device, stream);
 }
 
+TORCH_MSPTI_SIM_EXPORT void* msptiSimStreamHandle(uint32_t device, uint32_t stream) {
+  return sim::streamHandle(device, stream);
+}
+
 TORCH_MSPTI_SIM_EXPORT int msptiSimSetOption(const char* key, int64_t value) {
   return sim::Simulator::instance().options().set(key, value);
 }

@@ -18,6 +18,7 @@ struct SimCounters {
   std::atomic<uint64_t> memoryRecords{0};
   std::atomic<uint64_t> externalRecords{0};
   std::atomic<uint64_t> apiRecords{0};
+  std::atomic<uint64_t> markerRecords{0};  // MARKER records written (host and device)
   std::atomic<uint64_t> recordsDropped{0};
   std::atomic<uint64_t> buffersRequested{0};
   std::atomic<uint64_t> buffersDeclined{0};

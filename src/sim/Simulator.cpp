@@ -39,7 +39,8 @@ Simulator::Simulator()
       launcher_(LaunchContext{options_, counters_, environment_, switches_, subscriber_, externalCorrelation_,
                               timeline_, deviceClock_, ids_, hostRecords_, delivery_, parser_}),
       runtime_(options_, launcher_, hostRecords_, names_, environment_),
-      memoryHooks_(MemoryHookContext{counters_, environment_, switches_, subscriber_, ids_, hostRecords_, buffers_}) {}
+      memoryHooks_(MemoryHookContext{counters_, environment_, switches_, subscriber_, ids_, hostRecords_, buffers_}),
+      markers_(MarkerContext{counters_, switches_, timeline_, environment_, buffers_, names_}) {}
 
 msptiResult Simulator::subscribe(msptiSubscriberHandle* handle, msptiCallbackFunc callback, void* userdata) {
   return subscriber_.subscribe(handle, callback, userdata);
@@ -141,6 +142,7 @@ uint64_t Simulator::counter(const char* name) const {
       {"device_tasks", get(counters_.deviceTasks)},     {"communication_records", get(counters_.communicationRecords)},
       {"memcpy_records", get(counters_.memcpyRecords)}, {"memory_records", get(counters_.memoryRecords)},
       {"memset_records", get(counters_.memsetRecords)}, {"foreign_buffers", get(counters_.foreignBuffers)},
+      {"marker_records", get(counters_.markerRecords)},
   };
   for (const auto& [key, value] : all) {
     if (std::strcmp(key, name) == 0) {

@@ -18,6 +18,7 @@
 #include "ExternalCorrelation.h"
 #include "HostRecords.h"
 #include "MemoryHooks.h"
+#include "MstxMarkers.h"
 #include "NameTable.h"
 #include "SimCounters.h"
 #include "SimOptions.h"
@@ -47,6 +48,7 @@ class Simulator {
   ActivityBuffers& buffers() { return buffers_; }
   CannRuntime& runtime() { return runtime_; }
   MemoryHooks& memoryHooks() { return memoryHooks_; }
+  MstxMarkers& markers() { return markers_; }
   DeviceTimeline& timeline() { return timeline_; }
   SimOptions& options() { return options_; }
   Environment& environment() { return environment_; }
@@ -76,6 +78,7 @@ class Simulator {
   TaskLauncher launcher_;
   CannRuntime runtime_;
   MemoryHooks memoryHooks_;
+  MstxMarkers markers_;
 };
 
 }  // namespace torch_mspti::sim

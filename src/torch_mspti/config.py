@@ -118,7 +118,7 @@ class Config:
 def _settings_table() -> str:
     rows = [("setting", "variable", "type", "default", "meaning")]
     for s in _C.config_settings():
-        default = s.default if s.type != "path" else (s.default or '""')
+        default = s.default if s.type not in ("path", "domains") else (s.default or '""')
         unit = f" {s.unit}" if s.unit and s.type == "int" else ""
         rows.append((s.name, s.env, s.type, f"{default}{unit}", s.description))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]

@@ -132,6 +132,10 @@ uint64_t msptiSimDeviceTail(int32_t device);
 // memset) on (device, stream); 0 when none.
 uint64_t msptiSimStreamTail(uint32_t device, uint32_t stream);
 
+// The aclrtStream handle of (device, stream) that the simulator's mstxMarkA, mstxRangeStartA and
+// mstxDomain* entry points accept (never NULL; a NULL stream is a host-only marker, mspti.md 5.9).
+void* msptiSimStreamHandle(uint32_t device, uint32_t stream);
+
 // Tunables. Keys (value type int64):
 //   "delivery_delay_ns"    delay from kernel end to its record reaching the buffer (200000000)
 //   "launch_latency_ns"    host launch to earliest device start (5000)

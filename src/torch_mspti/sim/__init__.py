@@ -266,7 +266,10 @@ def enable(
             raise RuntimeError(f"torch_mspti.sim.enable(): cannot load the simulated NPU: {exc}") from exc
         # The point of no return: nothing above renamed anything.
         torch.utils.rename_privateuse1_backend("npu")
+        from . import mstx as _mstx
         from . import npu as _npu_module
+
+        _mstx._bind(sim_lib)  # torch.npu.mstx calls this simulator's mstx entry points
 
         torch._register_device_module("npu", _npu_module)
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)

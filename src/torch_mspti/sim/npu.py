@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from .mstx import mstx
+
 __all__ = [
     "is_available",
     "is_initialized",
@@ -42,6 +44,7 @@ __all__ = [
     "reset_peak_memory_stats",
     "reset_max_memory_allocated",
     "memory_stats",
+    "mstx",
 ]
 
 _DeviceLike = int | str | torch.device | None

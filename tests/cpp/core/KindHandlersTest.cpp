@@ -33,6 +33,7 @@ TEST(KindHandlers, EachCollectedKindIsSwitchedByItsOwnBoolSetting) {
       {"EXTERNAL_CORRELATION", "enable_external_correlation"},
       {"COMMUNICATION", "enable_communication"},
       {"MEMORY", "enable_memory"},
+      {"MARKER", "enable_markers"},
   };
   EXPECT_EQ(settingOf, expected);
 }
@@ -46,8 +47,9 @@ TEST(KindHandlers, DeviceRowsAnswerTheirLaunchClassAndOnlyDeviceKindsHaveRows) {
   for (const ActivityKindInfo& k : kActivityKinds) {
     const KindHandler& h = kindHandler(k.kind);
     EXPECT_EQ(h.keptAs == KeptAs::kDeviceRow, h.row != TraceRow::kNone) << k.name;
-    if (h.keptAs != KeptAs::kDeviceRow && h.keptAs != KeptAs::kMemoryEvent)
+    if (h.keptAs != KeptAs::kDeviceRow && h.keptAs != KeptAs::kMemoryEvent) {
       EXPECT_EQ(h.answers, LaunchClass::kNone) << k.name;
+    }
   }
   EXPECT_EQ(kindHandler(MSPTI_ACTIVITY_KIND_COMMUNICATION).row, TraceRow::kKernel);  // device time, as NCCL's
   EXPECT_EQ(kindHandler(MSPTI_ACTIVITY_KIND_RUNTIME_API).keptAs, KeptAs::kApiCall);

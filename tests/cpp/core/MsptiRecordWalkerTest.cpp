@@ -261,3 +261,42 @@ TEST(MsptiRecordWalker, NamesAreInternedSafeAndNullIsUnknown) {
 
 }  // namespace
 }  // namespace torch_mspti::test
+
+namespace torch_mspti::test {
+namespace {
+
+TEST(MsptiRecordWalker, MarkerFields) {
+  RecordBuilder b;
+  b.marker(/*flag START_WITH_DEVICE*/ 1u << 4, /*device*/ 1, 1'780'000'000'000'000'500, 99, 3, 17, "step", "train")
+      .marker(/*flag END*/ 1u << 2, /*host*/ 0, 1'780'000'000'000'000'900, 98, 4242, 4243, nullptr, nullptr)
+      .marker(/*flag END*/ 1u << 2, /*host*/ 0, 1'780'000'000'000'000'950, 97, 4242, 4243, "", "");
+  NameTable names;
+  WalkResult out;
+  MsptiRecordWalker().walk(b.data(), b.size(), &names, out);
+  ASSERT_EQ(out.markers.size(), 3u);
+  const MarkerRecord& d = out.markers[0];
+  EXPECT_EQ(d.flag, 1u << 4);
+  EXPECT_EQ(d.sourceKind, 1u);
+  EXPECT_EQ(d.timestamp, 1'780'000'000'000'000'500);
+  EXPECT_EQ(d.id, 99u);
+  EXPECT_EQ(d.first, 3u);
+  EXPECT_EQ(d.second, 17u);
+  ASSERT_TRUE(d.name && d.domain);
+  EXPECT_EQ(*d.name, "step");
+  EXPECT_EQ(*d.domain, "train");
+  const MarkerRecord& h = out.markers[1];
+  EXPECT_EQ(h.flag, 1u << 2);
+  EXPECT_EQ(h.sourceKind, 0u);
+  EXPECT_EQ(h.first, 4242u);
+  EXPECT_EQ(h.second, 4243u);
+  EXPECT_EQ(h.name, nullptr);  // no message
+  ASSERT_TRUE(h.domain);
+  EXPECT_EQ(*h.domain, "default");  // a NULL domain is the default domain
+  const MarkerRecord& e = out.markers[2];
+  EXPECT_EQ(e.name, nullptr);  // "" (MSPTI's end records): neither message nor domain given
+  EXPECT_EQ(e.domain, nullptr);
+  EXPECT_EQ(out.recordsByKind[1], 3u);
+}
+
+}  // namespace
+}  // namespace torch_mspti::test

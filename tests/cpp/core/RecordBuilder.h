@@ -127,6 +127,23 @@ class RecordBuilder {
     return *this;
   }
 
+  // A marker with every field: `flag` (msptiActivityFlag), `sourceKind` (0 host, 1 device) and
+  // objectId's two words (pid/tid or device/stream).
+  RecordBuilder& marker(uint32_t flag, uint32_t sourceKind, uint64_t timestamp, uint64_t id, uint32_t first,
+                        uint32_t second, const char* name, const char* domain) {
+    namespace m = layout::marker;
+    const size_t at = grow(layout::kMarker, m::kSize);
+    put<uint32_t>(at + m::kFlag, flag);
+    put<uint32_t>(at + m::kSourceKind, sourceKind);
+    put<uint64_t>(at + m::kTimestamp, timestamp);
+    put<uint64_t>(at + m::kId, id);
+    put<uint32_t>(at + m::kObjectId, first);
+    put<uint32_t>(at + m::kObjectId + 4, second);
+    put<const char*>(at + m::kName, name);
+    put<const char*>(at + m::kDomain, domain);
+    return *this;
+  }
+
   // Any record: `kind` in the first 4 bytes, `size` bytes in total, the rest filled with `fill`.
   RecordBuilder& raw(uint32_t kind, size_t size, uint8_t fill = 0x5A) {
     const size_t at = grow(kind, size);

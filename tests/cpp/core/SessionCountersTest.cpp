@@ -3,6 +3,7 @@
 // (every counter in its group, trace-phase groups only when asked).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -32,9 +33,22 @@ TEST(SessionCounters, TheListIsComplete) {
     EXPECT_TRUE(fields.insert(&(c.*(info.field))).second) << info.key;
     EXPECT_NE(std::string(info.description), "") << info.key;
   }
-  // Every uint64_t of the struct before recordsByKind is a listed counter.
-  EXPECT_EQ(sizeof(SessionCounters),
-            sizeof(uint64_t) * (static_cast<size_t>(kCounterCount) + MSPTI_ACTIVITY_KIND_COUNT));
+  // Every uint64_t of the struct before recordsByKind is a listed counter; markersByDomain follows.
+  EXPECT_EQ(
+      sizeof(SessionCounters),
+      sizeof(uint64_t) * (static_cast<size_t>(kCounterCount) + MSPTI_ACTIVITY_KIND_COUNT) + sizeof(c.markersByDomain));
+}
+
+TEST(SessionCounters, MarkersByDomainAddAndSubtract) {
+  SessionCounters a, b;
+  a.markersByDomain = {{"default", 3}, {"train", 1}};
+  b.markersByDomain = {{"default", 2}, {"eval", 4}};
+  a.add(b);
+  const std::map<std::string, uint64_t> sum = {{"default", 5}, {"eval", 4}, {"train", 1}};
+  EXPECT_EQ(a.markersByDomain, sum);
+  const SessionCounters d = a.since(b);
+  const std::map<std::string, uint64_t> diff = {{"default", 3}, {"eval", 0}, {"train", 1}};
+  EXPECT_EQ(d.markersByDomain, diff);
 }
 
 TEST(SessionCounters, AddSumsEveryCounterAndMaximaTakeTheLarger) {

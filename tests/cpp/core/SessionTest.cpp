@@ -57,8 +57,8 @@ TEST_F(SessionTest, WellBehavedSessionLinksEachKernelToItsOp) {
   EXPECT_TRUE(r.errors.empty()) << r.errors.front();
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
   EXPECT_TRUE(h.warnings().empty());
-  EXPECT_EQ(r.enabledKinds,
-            (std::vector<std::string>{"KERNEL", "MEMORY", "COMMUNICATION", "EXTERNAL_CORRELATION", "RUNTIME_API"}));
+  EXPECT_EQ(r.enabledKinds, (std::vector<std::string>{"KERNEL", "MEMORY", "COMMUNICATION", "MARKER",
+                                                      "EXTERNAL_CORRELATION", "RUNTIME_API"}));
   EXPECT_EQ(r.hostClock, "realtime");
   ASSERT_TRUE(r.drain.has_value());
   EXPECT_EQ(r.drain->order, "disable_first");

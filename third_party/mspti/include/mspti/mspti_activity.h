@@ -252,6 +252,9 @@ msptiResult msptiActivityFlushPeriod(uint32_t time);
 msptiResult msptiActivityPushExternalCorrelationId(msptiExternalCorrelationKind kind, uint64_t id);
 // lastId must not be NULL: MSPTI answers INVALID_PARAMETER without popping (mspti.md 2.3).
 msptiResult msptiActivityPopExternalCorrelationId(msptiExternalCorrelationKind kind, uint64_t* lastId);
+// From CANN 8.3.RC1. mstx domains start enabled; NULL or an invalid name -> 1 (mspti.md 2.3).
+msptiResult msptiActivityEnableMarkerDomain(const char* name);
+msptiResult msptiActivityDisableMarkerDomain(const char* name);
 
 #ifdef __cplusplus
 }  // extern "C"

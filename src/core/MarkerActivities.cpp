@@ -1,0 +1,62 @@
+#include "MarkerActivities.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+namespace torch_mspti {
+namespace {
+
+using libkineto::ActivityType;
+using libkineto::GenericTraceActivity;
+
+const std::string kDomain = "domain";
+const std::string kMarkerId = "marker id";
+const std::string kUnpaired = "unpaired";
+const std::string kFlag = "flag";
+const std::string kUnknownName = "unknown";
+const std::string kRangeEndName = "mstx range end";  // MSPTI gives an end record no message
+
+// What kineto's Chrome writer adds on each side of a GPU_USER_ANNOTATION, ns (ActivityBuilder.h).
+constexpr int64_t kAnnotationWideningNs = 1;
+
+// Host markers are PRIVATEUSE1_DRIVER: torch drops a USER_ANNOTATION or CPU_INSTANT_EVENT that
+// it did not record itself, with a warning (kineto.md 1.6), and gives other types a device
+// (kineto.md 2.4); a host-side privateuse1 type keeps the marker on its thread's lane as a CPU event.
+ActivityType typeOf(const Marker& m) {
+  return m.onDevice ? ActivityType::GPU_USER_ANNOTATION : ActivityType::PRIVATEUSE1_DRIVER;
+}
+
+}  // namespace
+
+void buildMarkerActivities(const MarkerTable& table, const OpTimeline& ops, CorrelationIds& ids,
+                           libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes, SessionCounters& c) {
+  for (const Marker& m : table.markers) {
+    auto& act = *buffer.activities.emplace_back(
+        std::make_unique<GenericTraceActivity>(buffer.span, typeOf(m),
+                                               m.name                               ? *m.name
+                                               : m.kind == MarkerKind::kUnpairedEnd ? kRangeEndName
+                                                                                    : kUnknownName));
+    act.id = ids.next();
+    act.device = m.lane;
+    act.resource = m.row;
+    act.threadId = m.row;
+    if (m.onDevice) {
+      act.startTime = m.start + kAnnotationWideningNs;
+      act.endTime = std::max(act.startTime, m.end - kAnnotationWideningNs);
+      lanes.addStream(m.lane, m.row);
+    } else {
+      act.startTime = m.start;
+      act.endTime = m.end;
+      if (!ops.ranOps(static_cast<uint32_t>(m.row))) lanes.addLaunchThread(m.lane, m.row);
+    }
+    act.addMetadataQuoted(kDomain, m.domain ? *m.domain : std::string(kUnknownMarkerDomain));
+    act.addMetadata(kMarkerId, m.id);
+    if (m.kind == MarkerKind::kUnpairedStart) act.addMetadataQuoted(kUnpaired, "start");
+    if (m.kind == MarkerKind::kUnpairedEnd) act.addMetadataQuoted(kUnpaired, "end");
+    if (m.kind == MarkerKind::kUnknownFlag) act.addMetadata(kFlag, m.flag);
+    ++c.markerRows;
+  }
+}
+
+}  // namespace torch_mspti

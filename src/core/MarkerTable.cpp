@@ -1,0 +1,133 @@
+#include "MarkerTable.h"
+
+#include <algorithm>
+#include <tuple>
+#include <unordered_map>
+
+#include <mspti/mspti_activity.h>
+
+#include "LaunchTable.h"
+
+namespace torch_mspti {
+
+namespace {
+
+enum class Role { kInstant, kStart, kEnd, kUnknown };
+
+Role roleOf(uint32_t flag) {
+  switch (flag) {
+    case MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS:
+    case MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS_WITH_DEVICE: return Role::kInstant;
+    case MSPTI_ACTIVITY_FLAG_MARKER_START:
+    case MSPTI_ACTIVITY_FLAG_MARKER_START_WITH_DEVICE: return Role::kStart;
+    case MSPTI_ACTIVITY_FLAG_MARKER_END:
+    case MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE: return Role::kEnd;
+    default: return Role::kUnknown;
+  }
+}
+
+Marker single(const MarkerRecord& r, MarkerKind kind, const std::vector<uint32_t>& visible) {
+  Marker m;
+  m.start = m.end = r.timestamp;
+  m.kind = kind;
+  m.onDevice = r.sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_DEVICE;
+  m.lane = m.onDevice ? logicalDevice(r.first, visible) : static_cast<int32_t>(r.first);
+  m.row = static_cast<int32_t>(r.second);
+  m.id = r.id;
+  m.flag = r.flag;
+  m.name = r.name;
+  m.domain = r.domain;
+  return m;
+}
+
+}  // namespace
+
+MarkerTable MarkerTable::build(const std::vector<MarkerRecord>& records, const std::vector<uint32_t>& visible,
+                               const MarkerDomainFilter* keep, SessionCounters& c) {
+  MarkerTable t;
+  std::vector<const MarkerRecord*> byTime;
+  byTime.reserve(records.size());
+  // The message and domain of each id, from the host records that have them.
+  std::unordered_map<uint64_t, const MarkerRecord*> hostNamed;
+  for (const MarkerRecord& r : records) {
+    byTime.push_back(&r);
+    if (r.sourceKind != MSPTI_ACTIVITY_SOURCE_KIND_DEVICE && r.name) hostNamed.try_emplace(r.id, &r);
+  }
+  // Start before end at equal times, so a zero-length range pairs.
+  auto order = [](const MarkerRecord* a, const MarkerRecord* b) {
+    const bool aEnd = roleOf(a->flag) == Role::kEnd, bEnd = roleOf(b->flag) == Role::kEnd;
+    return std::tie(a->timestamp, aEnd, a->id) < std::tie(b->timestamp, bEnd, b->id);
+  };
+  std::stable_sort(byTime.begin(), byTime.end(), order);
+
+  // (sourceKind, id) -> the open start.
+  std::unordered_map<uint64_t, const MarkerRecord*> open[2];
+  auto openOf = [&open](const MarkerRecord& r) -> std::unordered_map<uint64_t, const MarkerRecord*>& {
+    return open[r.sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_DEVICE ? 1 : 0];
+  };
+  for (const MarkerRecord* r : byTime) {
+    switch (roleOf(r->flag)) {
+      case Role::kInstant:
+        t.markers.push_back(single(*r, MarkerKind::kMark, visible));
+        ++c.markerMarks;
+        break;
+      case Role::kUnknown:
+        t.markers.push_back(single(*r, MarkerKind::kUnknownFlag, visible));
+        ++c.markerUnknownFlag;
+        break;
+      case Role::kStart: {
+        auto [it, fresh] = openOf(*r).try_emplace(r->id, r);
+        if (!fresh) {  // a second start with this id: the first can no longer be paired
+          t.markers.push_back(single(*it->second, MarkerKind::kUnpairedStart, visible));
+          ++c.markerUnpairedStarts;
+          it->second = r;
+        }
+        break;
+      }
+      case Role::kEnd: {
+        auto& starts = openOf(*r);
+        auto it = starts.find(r->id);
+        if (it == starts.end()) {
+          t.markers.push_back(single(*r, MarkerKind::kUnpairedEnd, visible));
+          ++c.markerUnpairedEnds;
+          break;
+        }
+        Marker m = single(*it->second, MarkerKind::kRange, visible);
+        m.end = r->timestamp;
+        if (!m.name) m.name = r->name;
+        if (!m.domain) m.domain = r->domain;
+        t.markers.push_back(m);
+        ++c.markerRanges;
+        starts.erase(it);
+        break;
+      }
+    }
+  }
+  for (auto& starts : open)
+    for (const auto& [id, r] : starts) {
+      t.markers.push_back(single(*r, MarkerKind::kUnpairedStart, visible));
+      ++c.markerUnpairedStarts;
+    }
+  for (Marker& m : t.markers) {
+    if (m.onDevice && (!m.name || !m.domain)) {
+      const auto it = hostNamed.find(m.id);
+      if (it != hostNamed.end()) {
+        if (!m.name) m.name = it->second->name;
+        if (!m.domain) m.domain = it->second->domain;
+      }
+    }
+  }
+  if (keep) {
+    const auto dropped = std::remove_if(t.markers.begin(), t.markers.end(),
+                                        [keep](const Marker& m) { return m.domain && !keep->admits(*m.domain); });
+    c.markerNotIncluded += static_cast<uint64_t>(t.markers.end() - dropped);
+    t.markers.erase(dropped, t.markers.end());
+  }
+  for (const Marker& m : t.markers) ++c.markersByDomain[m.domain ? *m.domain : kUnknownMarkerDomain];
+  std::sort(t.markers.begin(), t.markers.end(), [](const Marker& a, const Marker& b) {
+    return std::tie(a.start, a.id, a.onDevice, a.end) < std::tie(b.start, b.id, b.onDevice, b.end);
+  });
+  return t;
+}
+
+}  // namespace torch_mspti

@@ -1,0 +1,140 @@
+// MarkerTable: mstx MARKER records paired into ranges by (sourceKind, id), whatever order and
+// buffer they arrive in; unpaired starts and ends counted and kept as instants; counts by domain.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <mspti/mspti_activity.h>
+
+#include "MarkerTable.h"
+
+namespace torch_mspti::test {
+namespace {
+
+const std::string kStep = "step", kLoad = "load", kTrain = "train", kDefault = "default";
+
+MarkerRecord rec(uint32_t flag, uint32_t source, int64_t t, uint64_t id, const std::string* name = nullptr,
+                 const std::string* domain = nullptr, uint32_t first = 7, uint32_t second = 8) {
+  MarkerRecord r;
+  r.flag = flag;
+  r.sourceKind = source;
+  r.timestamp = t;
+  r.id = id;
+  r.name = name;
+  r.domain = domain;
+  r.first = first;
+  r.second = second;
+  return r;
+}
+
+constexpr uint32_t kHost = MSPTI_ACTIVITY_SOURCE_KIND_HOST, kDevice = MSPTI_ACTIVITY_SOURCE_KIND_DEVICE;
+
+TEST(MarkerTable, PairsRangesByIdInAnyArrivalOrder) {
+  // The end arrives first (another buffer), and host and device records share the id.
+  const std::vector<MarkerRecord> records = {
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_END, kHost, 900, 5),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE, kDevice, 1900, 6, nullptr, nullptr, 1, 3),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_START, kHost, 100, 5, &kStep, &kTrain),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_START_WITH_DEVICE, kDevice, 1000, 6, nullptr, nullptr, 1, 3),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_START_WITH_DEVICE, kHost, 950, 6, &kLoad, &kDefault),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE, kHost, 960, 6),
+  };
+  SessionCounters c;
+  const MarkerTable t = MarkerTable::build(records, {}, nullptr, c);
+  ASSERT_EQ(t.markers.size(), 3u);
+  EXPECT_EQ(c.markerRanges, 3u);
+  EXPECT_EQ(c.markerUnpairedStarts + c.markerUnpairedEnds, 0u);
+  const Marker& host = t.markers[0];
+  EXPECT_EQ(host.kind, MarkerKind::kRange);
+  EXPECT_FALSE(host.onDevice);
+  EXPECT_EQ(host.start, 100);
+  EXPECT_EQ(host.end, 900);
+  EXPECT_EQ(host.lane, 7);
+  EXPECT_EQ(host.row, 8);
+  ASSERT_TRUE(host.name && host.domain);
+  EXPECT_EQ(*host.name, "step");
+  EXPECT_EQ(*host.domain, "train");
+  const Marker& device = t.markers[2];
+  EXPECT_TRUE(device.onDevice);
+  EXPECT_EQ(device.start, 1000);
+  EXPECT_EQ(device.end, 1900);
+  EXPECT_EQ(device.lane, 1);
+  EXPECT_EQ(device.row, 3);
+  // the device records carry no message: the host start with the same id gives it
+  ASSERT_TRUE(device.name && device.domain);
+  EXPECT_EQ(*device.name, "load");
+  EXPECT_EQ(*device.domain, "default");
+  const std::map<std::string, uint64_t> byDomain = {{"train", 1}, {"default", 2}};
+  EXPECT_EQ(c.markersByDomain, byDomain);
+}
+
+TEST(MarkerTable, UnpairedEndsAndStartsAreCountedAndKeptAsInstants) {
+  const std::vector<MarkerRecord> records = {
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_END, kHost, 200, 1),            // its start was before the window
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_START, kHost, 300, 2, &kStep),  // its end comes after the window
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, kHost, 250, 3, &kLoad),
+      rec(0x40, kHost, 260, 4, &kLoad),  // not a MARKER_* flag
+  };
+  SessionCounters c;
+  const MarkerTable t = MarkerTable::build(records, {}, nullptr, c);
+  ASSERT_EQ(t.markers.size(), 4u);
+  EXPECT_EQ(c.markerUnpairedEnds, 1u);
+  EXPECT_EQ(c.markerUnpairedStarts, 1u);
+  EXPECT_EQ(c.markerMarks, 1u);
+  EXPECT_EQ(c.markerUnknownFlag, 1u);
+  EXPECT_EQ(c.markerRanges, 0u);
+  EXPECT_EQ(t.markers[0].kind, MarkerKind::kUnpairedEnd);
+  EXPECT_EQ(t.markers[0].start, t.markers[0].end);
+  EXPECT_EQ(t.markers[3].kind, MarkerKind::kUnpairedStart);
+  EXPECT_EQ(*t.markers[3].name, "step");
+  EXPECT_EQ(c.markersByDomain.at(kUnknownMarkerDomain), 4u);  // no record here names a domain
+}
+
+TEST(MarkerTable, ASecondStartWithTheSameIdLeavesTheFirstUnpaired) {
+  const std::vector<MarkerRecord> records = {
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_START, kHost, 100, 9, &kStep),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_START, kHost, 200, 9, &kLoad),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_END, kHost, 300, 9),
+  };
+  SessionCounters c;
+  const MarkerTable t = MarkerTable::build(records, {}, nullptr, c);
+  EXPECT_EQ(c.markerUnpairedStarts, 1u);
+  EXPECT_EQ(c.markerRanges, 1u);
+  ASSERT_EQ(t.markers.size(), 2u);
+  EXPECT_EQ(*t.markers[1].name, "load");
+  EXPECT_EQ(t.markers[1].end, 300);
+}
+
+TEST(MarkerTable, DeviceMarkersUseTheLogicalDevice) {
+  const std::vector<MarkerRecord> records = {
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS_WITH_DEVICE, kDevice, 100, 1, &kStep, nullptr, 6, 2)};
+  SessionCounters c;
+  const MarkerTable t = MarkerTable::build(records, {4, 6}, nullptr, c);  // ASCEND_RT_VISIBLE_DEVICES=4,6
+  ASSERT_EQ(t.markers.size(), 1u);
+  EXPECT_EQ(t.markers[0].lane, 1);
+  EXPECT_EQ(t.markers[0].row, 2);
+}
+
+TEST(MarkerTable, AnIncludeListDropsOtherDomainsAndCountsThem) {
+  const std::vector<MarkerRecord> records = {
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, kHost, 100, 1, &kStep, &kTrain),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, kHost, 200, 2, &kLoad, &kDefault),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_END, kHost, 300, 3),  // no domain known: kept
+  };
+  MarkerDomainFilter keep;
+  keep.mode = MarkerDomainFilter::Mode::kInclude;
+  keep.names = {"train"};
+  SessionCounters c;
+  const MarkerTable t = MarkerTable::build(records, {}, &keep, c);
+  ASSERT_EQ(t.markers.size(), 2u);
+  EXPECT_EQ(*t.markers[0].name, "step");
+  EXPECT_EQ(t.markers[1].kind, MarkerKind::kUnpairedEnd);
+  EXPECT_EQ(c.markerNotIncluded, 1u);
+  const std::map<std::string, uint64_t> byDomain = {{"train", 1}, {kUnknownMarkerDomain, 1}};
+  EXPECT_EQ(c.markersByDomain, byDomain);
+}
+
+}  // namespace
+}  // namespace torch_mspti::test
