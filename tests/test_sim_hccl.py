@@ -39,6 +39,7 @@ TESTS = Path(__file__).resolve().parent
 CHECK = TESTS / "hccl_check.py"
 RANKS = 2
 HOST_OPS = {c.host_op: c for c in hccl_model.COLLECTIVES.values()}
+NS = 0.0015  # 1 ns in the trace's µs, with the rounding of a µs float near 5e12
 
 
 # ------------------------------------------------------------------------------------------ model
@@ -134,6 +135,36 @@ def _spawn(out: Path, launch_mode: str) -> list[dict]:
 def spawn_queued(tmp_path_factory) -> list[dict]:
     require_simulator()
     return _once(tmp_path_factory, "hccl_spawn", lambda out: _spawn(out, "queued"))
+
+
+def _mstx_fields(message: str) -> dict[str, str]:
+    """torch_npu's escaped-JSON mstx message as a dict (every \\" a quote)."""
+    return json.loads(message.replace('\\"', '"'))
+
+
+def test_mstx_message_is_torch_npus_escaped_json_of_strings():
+    """getMstxHcclMsg's shape (docs/torch_npu.md 5): backslash-escaped quotes around every key and value,
+    ``,`` between pairs, every value a string; srcRank only on receives and destRank only on sends."""
+    ar = hccl_model.COLLECTIVES["allreduce"]
+    msg = hccl_model.mstx_message(ar, "16898834563344171674", torch.bfloat16, 1024, 6)
+    assert msg.startswith('{\\"opName\\": \\"HcclAllreduce\\",\\"groupName\\": ') and '"{' not in msg, msg
+    assert '"' not in msg.replace('\\"', ""), msg  # no bare quote: all are escaped
+    assert _mstx_fields(msg) == {
+        "opName": "HcclAllreduce", "groupName": "16898834563344171674", "dataType": "bfp16", "count": "1024",
+        "streamId": "6",
+    }  # fmt: skip
+    send = _mstx_fields(hccl_model.mstx_message(hccl_model.COLLECTIVES["send"], "7", torch.int64, 3, 2, dst_rank=1))
+    recv = _mstx_fields(hccl_model.mstx_message(hccl_model.COLLECTIVES["recv"], "7", torch.int64, 3, 2, src_rank=0))
+    assert (send["opName"], send["destRank"], "srcRank" in send) == ("HcclSend", "1", False), send
+    assert (recv["opName"], recv["srcRank"], "destRank" in recv) == ("HcclRecv", "0", False), recv
+    # HCCL types outside torch_npu's name table are "na"; all-gather's opName is not its host range's name
+    f8 = _mstx_fields(hccl_model.mstx_message(ar, "7", torch.float8_e4m3fn, 1, 2))
+    assert f8["dataType"] == "na", f8
+    ag = hccl_model.COLLECTIVES["allgather"]
+    assert (ag.host_op, _mstx_fields(hccl_model.mstx_message(ag, "7", torch.float32, 1, 2))["opName"]) == (
+        "HcclAllgather",
+        "HcclAllGather",
+    )
 
 
 RUNS = ["torchrun_direct", "spawn_queued"]
@@ -250,6 +281,49 @@ def test_communication_rows_carry_the_collective_metadata(run, request):
             a = row["args"]
             assert (a.get("Collective name"), a.get("dtype")) == ("allreduce", "Float"), a
             assert a.get("In msg nelems") == r["model_numel"] and a.get("bytes") == 4 * r["model_numel"], a
+
+
+def _trace_message(name: str) -> dict[str, str]:
+    """A marker's message as the trace holds it: kineto's JSON writer turns each \\" into /'."""
+    return json.loads(name.replace("/'", '"'))
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_each_collective_is_inside_a_communication_mstx_range_like_process_group_hccls(run, request):
+    """ProcessGroupHCCL's MstxRange (docs/torch_npu.md 5): one "communication" range per collective, on the
+    host (the launching thread's lane) and on the collective's stream, whose device span holds the row, and
+    whose message describes that row: opName of its collective, groupName = its commName, count = In msg
+    nelems, dataType of its dtype, streamId = its stream. No record_param_comms anywhere (torch_npu never
+    opens one)."""
+    mstx_ops = {c.kind: c.mstx_op for c in hccl_model.COLLECTIVES.values()}
+    names = {"Float": "fp32", "Int": "int32", "Long": "int64"}
+    for r in request.getfixturevalue(run):
+        events = _events(r["trace"])
+        assert not [e for e in events if e.get("name") == "record_param_comms"]
+        ranges = [e for e in events if e.get("ph") == "X" and (e.get("args") or {}).get("domain") == "communication"]
+        device = [e for e in ranges if e["cat"] == "gpu_user_annotation"]
+        host = {e["args"]["marker id"]: e for e in ranges if e["cat"] == "privateuse1_driver"}
+        rows = _comm_rows(events)
+        assert len(device) == len(host) == len(rows), (len(device), len(host), len(rows))
+        for row in rows:
+            a = row["args"]
+            # The range ends when the stream passes its end, often the row's own end; the trace's µs floats
+            # (5e12 µs) hold ns to about ±1 ns.
+            around = [
+                d
+                for d in device
+                if (d["pid"], d["tid"]) == (row["pid"], row["tid"]) and d["ts"] <= row["ts"] + NS
+                and row["ts"] + row["dur"] <= d["ts"] + d["dur"] + NS
+            ]  # fmt: skip
+            assert len(around) == 1, (row, around)
+            d = around[0]
+            h = host[d["args"]["marker id"]]  # the same range's host side
+            assert h["name"] == d["name"] and h["ts"] <= d["ts"], (h, d)
+            kind = re.fullmatch(r"hcom_(\w+?)__\d+_\d+_1", row["name"])[1]
+            assert _trace_message(d["name"]) == {
+                "opName": mstx_ops[kind], "groupName": a["Process Group Name"], "dataType": names[a["dtype"]],
+                "count": str(a["In msg nelems"]), "streamId": str(r["comm_stream"]),
+            }, (d["name"], a)  # fmt: skip
 
 
 def test_communication_rows_are_linked_to_the_ops_that_launched_them(torchrun_direct):

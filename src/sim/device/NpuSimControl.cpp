@@ -83,14 +83,15 @@ void drain_op() { drain_queue(); }
 
 int64_t launch_communication_op(const std::string& name, const std::string& alg, const std::string& comm_name,
                                 int64_t data_type, int64_t count, int64_t device, int64_t stream, int64_t duration_ns,
-                                const std::string& api_name) {
+                                const std::string& api_name, const std::string& mstx_message) {
   TORCH_CHECK(data_type >= 0 && data_type <= 0xFFFF, "simulated NPU: launch_communication: data_type ", data_type,
               " is not a msptiCommunicationDataType (0..17, 0xFFFF invalid)");
   TORCH_CHECK(count >= 0, "simulated NPU: launch_communication: count must be >= 0, got ", count);
   TORCH_CHECK(duration_ns >= 0, "simulated NPU: launch_communication: duration_ns must be >= 0, got ", duration_ns);
   return static_cast<int64_t>(launch_communication(name, alg, comm_name, static_cast<uint32_t>(data_type),
                                                    static_cast<uint64_t>(count), static_cast<c10::DeviceIndex>(device),
-                                                   stream, static_cast<uint64_t>(duration_ns), api_name));
+                                                   stream, static_cast<uint64_t>(duration_ns), api_name,
+                                                   mstx_message));
 }
 
 int64_t communication_stream_op(int64_t device) {
@@ -164,7 +165,7 @@ TORCH_LIBRARY(npu_sim, m) {
   m.def("counters() -> int[]", &counters_op);
   m.def(
       "launch_communication(str name, str alg, str comm_name, int data_type, int count, int device, int stream, "
-      "int duration_ns, str api_name) -> int",
+      "int duration_ns, str api_name, str mstx_message=\"\") -> int",
       &launch_communication_op);
   m.def("communication_stream(int device) -> int", &communication_stream_op);
   m.def("device_properties(int device) -> (str, int, int, int, int)", &device_properties_op);

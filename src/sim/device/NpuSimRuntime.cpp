@@ -30,6 +30,11 @@ using CommunicationFn = uint64_t (*)(const char*, const char*, const char*, uint
                                      uint64_t, const char*);
 using RuntimeCallFn = void (*)(const char*, uint64_t);
 using MemoryFn = uint64_t (*)(uint32_t, uint64_t, uint64_t, uint32_t);
+// libms_tools_ext's mstx entry points, which the simulator exports (src/sim/MstxExports.cpp).
+using DomainCreateFn = void* (*)(const char*);
+using DomainRangeStartFn = uint64_t (*)(void*, const char*, void*);
+using DomainRangeEndFn = void (*)(void*, uint64_t);
+using StreamHandleFn = void* (*)(uint32_t, uint32_t);
 
 constexpr int kMaxDevices = 16;
 
@@ -47,6 +52,11 @@ std::atomic<MemcpyFn> g_memcpy{nullptr};
 std::atomic<CommunicationFn> g_communication{nullptr};
 std::atomic<RuntimeCallFn> g_runtime_call{nullptr};
 std::atomic<MemoryFn> g_memory{nullptr};
+// Optional (nullptr when the simulator lacks them: collectives then open no mstx range).
+std::atomic<DomainCreateFn> g_domain_create{nullptr};
+std::atomic<DomainRangeStartFn> g_domain_range_start{nullptr};
+std::atomic<DomainRangeEndFn> g_domain_range_end{nullptr};
+std::atomic<StreamHandleFn> g_stream_handle{nullptr};
 
 std::array<std::atomic<int64_t>, kMaxDevices> g_next_stream{};
 std::array<std::atomic<uint32_t>, kMaxDevices> g_pool_cursor{};
@@ -91,11 +101,35 @@ void do_memcpy(uint32_t kind, uint64_t bytes, int device, int64_t stream, uint64
   }
 }
 
+// The "communication" mstx domain's handle, created once per process; nullptr when the simulator
+// has no mstx.
+void* communication_domain() {
+  static void* const handle = [] {
+    DomainCreateFn create = g_domain_create.load();
+    return create != nullptr ? create("communication") : nullptr;
+  }();
+  return handle;
+}
+
 uint64_t do_communication(const CommunicationTask& c, int device, int64_t stream, uint64_t dur) {
   CommunicationFn fn = g_communication.load();
   if (fn == nullptr) return 0;
-  return fn(c.name.c_str(), c.algType.c_str(), c.commName.c_str(), c.dataType, c.count, static_cast<uint32_t>(device),
-            static_cast<uint32_t>(stream), dur, c.apiName.empty() ? nullptr : c.apiName.c_str());
+  // ProcessGroupHCCL's MstxRange: opened right before the HCCL call, on its stream, and closed
+  // after it (docs/torch_npu.md 5); a range the simulator refused has id 0 and is not ended.
+  void* domain = c.mstxMessage.empty() ? nullptr : communication_domain();
+  DomainRangeStartFn start = g_domain_range_start.load();
+  StreamHandleFn handle = g_stream_handle.load();
+  uint64_t range = 0;
+  if (domain != nullptr && start != nullptr && handle != nullptr) {
+    range = start(domain, c.mstxMessage.c_str(), handle(static_cast<uint32_t>(device), static_cast<uint32_t>(stream)));
+  }
+  const uint64_t correlation =
+      fn(c.name.c_str(), c.algType.c_str(), c.commName.c_str(), c.dataType, c.count, static_cast<uint32_t>(device),
+         static_cast<uint32_t>(stream), dur, c.apiName.empty() ? nullptr : c.apiName.c_str());
+  if (range != 0) {
+    if (DomainRangeEndFn end = g_domain_range_end.load()) end(domain, range);
+  }
+  return correlation;
 }
 
 }  // namespace
@@ -176,6 +210,10 @@ void configure(const std::string& path, const Config& cfg) {
     g_communication = reinterpret_cast<CommunicationFn>(sym("msptiSimLaunchCommunication"));
     g_runtime_call = reinterpret_cast<RuntimeCallFn>(sym("msptiSimRuntimeCall"));
     g_memory = reinterpret_cast<MemoryFn>(sym("msptiSimMemory"));
+    g_domain_create = reinterpret_cast<DomainCreateFn>(dlsym(h, "mstxDomainCreateA"));
+    g_domain_range_start = reinterpret_cast<DomainRangeStartFn>(dlsym(h, "mstxDomainRangeStartA"));
+    g_domain_range_end = reinterpret_cast<DomainRangeEndFn>(dlsym(h, "mstxDomainRangeEnd"));
+    g_stream_handle = reinterpret_cast<StreamHandleFn>(dlsym(h, "msptiSimStreamHandle"));
     sym("msptiSimLaunchKernel");  // part of the contract, though launches go through the batch form
     g_launch = reinterpret_cast<LaunchFn>(sym("msptiSimLaunchKernels"));
     g_sim_path = path;
@@ -266,12 +304,12 @@ void memcpy_async(CopyKind kind, uint64_t bytes, c10::DeviceIndex device, int64_
 
 uint64_t launch_communication(const std::string& name, const std::string& alg, const std::string& comm_name,
                               uint32_t data_type, uint64_t count, c10::DeviceIndex device, int64_t stream,
-                              uint64_t duration_ns, const std::string& api_name) {
+                              uint64_t duration_ns, const std::string& api_name, const std::string& mstx_message) {
   check_device(device);
   TORCH_CHECK(stream >= 1, "simulated NPU: stream ids start at 1, got ", stream);
   if (!g_configured.load()) return 0;
-  auto collective =
-      std::make_shared<const CommunicationTask>(CommunicationTask{name, alg, comm_name, api_name, data_type, count});
+  auto collective = std::make_shared<const CommunicationTask>(
+      CommunicationTask{name, alg, comm_name, api_name, data_type, count, mstx_message});
   if (!queued()) return do_communication(*collective, device, stream, duration_ns);
   Task t = queued_task(TaskKind::kCommunication, device, stream, duration_ns);
   t.communication = std::move(collective);

@@ -128,11 +128,15 @@ void memcpy_async(CopyKind kind, uint64_t bytes, c10::DeviceIndex device, int64_
 // A collective as the hccl backend issues it (msptiSimLaunchCommunication): like launch(), through
 // the task queue in queued mode (launched later by the worker) or on the calling thread in direct
 // mode, normally on communication_stream_id(device). An empty `api_name` lets the simulator derive
-// the HCCL API name from `name`. Returns the correlation id in direct mode (0 when none was
-// minted), and 0 in queued mode, where the worker mints it later.
+// the HCCL API name from `name`. A non-empty `mstx_message` wraps the launch, where it runs (the
+// worker in queued mode, as torch_npu's task queue runs its HCCL call), in an mstx range of domain
+// "communication" on the launch's stream with that message, as ProcessGroupHCCL does
+// (docs/torch_npu.md 5); the simulator writes its MARKER records only while MARKER is enabled.
+// Returns the correlation id in direct mode (0 when none was minted), and 0 in queued mode, where
+// the worker mints it later.
 uint64_t launch_communication(const std::string& name, const std::string& alg, const std::string& comm_name,
                               uint32_t data_type, uint64_t count, c10::DeviceIndex device, int64_t stream,
-                              uint64_t duration_ns, const std::string& api_name);
+                              uint64_t duration_ns, const std::string& api_name, const std::string& mstx_message);
 int64_t communication_stream_id(c10::DeviceIndex device);
 
 // A runtime API call that launches nothing, made by the calling thread (msptiSimRuntimeCall):

@@ -27,6 +27,9 @@ struct CommunicationTask {
   std::string name, algType, commName, apiName;
   uint32_t dataType = 0;
   uint64_t count = 0;
+  // The message of the "communication" mstx range around the launch ("" for none): what torch_npu's
+  // ProcessGroupHCCL opens next to the HCCL call (docs/torch_npu.md 5).
+  std::string mstxMessage;
 };
 
 struct Task {

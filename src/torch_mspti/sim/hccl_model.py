@@ -11,6 +11,9 @@ Names (one :class:`Collective` per c10d collective):
 * ``host_op``: the host range torch_npu's ProcessGroupHCCL opens around the launch
   (``RECORD_FUNCTION("HcclAllreduce", ...)`` in Ascend/pytorch ``ProcessGroupHCCL.cpp``).
 * ``api``: the HCCL API that launches it (``HcclAllReduce``, ...), the name of MSPTI's API record.
+* ``mstx_op``: the ``opName`` of the ``"communication"`` mstx range torch_npu opens around the HCCL call
+  (``getMstxHcclMsg("HcclAllreduce", ...)``; not always the host range's name: ``HcclAllGather``,
+  ``HcclAlltoAllV``), see :func:`mstx_message` and docs/torch_npu.md 5.
 
 The MSPTI record's ``name`` is HCCL's op name ``hcom_<kind>__<c>_<i>_1`` (e.g. ``hcom_allReduce__674_0_1``,
 as in msprof/MindStudio exports): ``<c>`` is the last three digits of the communicator name, ``<i>`` the index
@@ -31,6 +34,7 @@ __all__ = [
     "data_type",
     "op_name",
     "ALG_TYPE",
+    "mstx_message",
 ]
 
 
@@ -47,6 +51,7 @@ class Collective:
     api: str
     c10d_name: str
     pattern: str  # "ring" | "shards" | "spread" | "once"
+    mstx_op: str
 
     def traffic(self, ranks: int) -> float:
         if ranks <= 1:
@@ -63,17 +68,26 @@ class Collective:
 COLLECTIVES: dict[str, Collective] = {
     c.c10d_name: c
     for c in (
-        Collective("allReduce", "HcclAllreduce", "HcclAllReduce", "allreduce", "ring"),
-        Collective("broadcast", "HcclBroadcast", "HcclBroadcast", "broadcast", "once"),
-        Collective("allGather", "HcclAllgather", "HcclAllGather", "allgather", "shards"),
-        Collective("allGather", "HcclAllgatherBase", "HcclAllGather", "_allgather_base", "shards"),
-        Collective("reduceScatter", "HcclReduceScatter", "HcclReduceScatter", "reduce_scatter", "shards"),
-        Collective("reduceScatter", "HcclReduceScatterBase", "HcclReduceScatter", "_reduce_scatter_base", "shards"),
-        Collective("alltoall", "HcclAlltoAll", "HcclAlltoAll", "all_to_all", "shards"),
-        Collective("alltoallv", "HcclAlltoAllV", "HcclAlltoAllV", "all_to_allv", "spread"),
-        Collective("reduce", "HcclReduce", "HcclReduce", "reduce", "once"),
-        Collective("send", "HcclSend", "HcclSend", "send", "once"),
-        Collective("receive", "HcclRecv", "HcclRecv", "recv", "once"),
+        Collective("allReduce", "HcclAllreduce", "HcclAllReduce", "allreduce", "ring", "HcclAllreduce"),
+        Collective("broadcast", "HcclBroadcast", "HcclBroadcast", "broadcast", "once", "HcclBroadcast"),
+        Collective("allGather", "HcclAllgather", "HcclAllGather", "allgather", "shards", "HcclAllGather"),
+        Collective("allGather", "HcclAllgatherBase", "HcclAllGather", "_allgather_base", "shards", "HcclAllGather"),
+        Collective(
+            "reduceScatter", "HcclReduceScatter", "HcclReduceScatter", "reduce_scatter", "shards", "HcclReduceScatter"
+        ),
+        Collective(
+            "reduceScatter",
+            "HcclReduceScatterBase",
+            "HcclReduceScatter",
+            "_reduce_scatter_base",
+            "shards",
+            "HcclReduceScatter",
+        ),
+        Collective("alltoall", "HcclAlltoAll", "HcclAlltoAll", "all_to_all", "shards", "HcclAlltoAll"),
+        Collective("alltoallv", "HcclAlltoAllV", "HcclAlltoAllV", "all_to_allv", "spread", "HcclAlltoAllV"),
+        Collective("reduce", "HcclReduce", "HcclReduce", "reduce", "once", "HcclReduce"),
+        Collective("send", "HcclSend", "HcclSend", "send", "once", "HcclSend"),
+        Collective("receive", "HcclRecv", "HcclRecv", "recv", "once", "HcclRecv"),
     )
 }
 
@@ -123,6 +137,44 @@ def data_type(dtype: torch.dtype) -> int:
             f"the simulated hccl backend cannot communicate {dtype} tensors (HCCL has no data type for it); "
             f"supported: {names}"
         ) from None
+
+
+# The dataType names of torch_npu's mstx message, by msptiCommunicationDataType (HCCL's own numbering,
+# mspti.md 3.3); any other type is "na" (docs/torch_npu.md 5).
+_MSTX_TYPE_NAMES = {
+    0: "int8", 1: "int16", 2: "int32", 3: "fp16", 4: "fp32", 5: "int64", 6: "uint64", 7: "uint8", 8: "uint16",
+    9: "uint32", 10: "fp64", 11: "bfp16",
+}  # fmt: skip
+
+
+def mstx_message(
+    collective: Collective,
+    comm_name: str,
+    dtype: torch.dtype,
+    count: int,
+    stream_id: int,
+    src_rank: int | None = None,
+    dst_rank: int | None = None,
+) -> str:
+    """The message of the ``"communication"`` mstx range torch_npu's ProcessGroupHCCL opens around one HCCL
+    call (``getMstxHcclMsg``, docs/torch_npu.md 5): a flat JSON object of strings whose quotes are written
+    backslash-escaped, as torch_npu writes them: each key and value is enclosed in a backslash and a quote
+    on both sides, pairs are joined by ``,`` and a key is followed by ``: ``.
+
+    Keys: opName, groupName (the communicator's name, MSPTI's commName), srcRank (receives) or destRank
+    (sends; the peer's rank in the group), dataType (``fp32``, ``bfp16``, ... or ``na``), count (elements)
+    and streamId. ``count`` is the call's element count; for all-to-all-v pass the number of per-peer counts,
+    as torch_npu does.
+    """
+    fields = {"opName": collective.mstx_op, "groupName": comm_name}
+    if src_rank is not None:
+        fields["srcRank"] = str(int(src_rank))
+    if dst_rank is not None:
+        fields["destRank"] = str(int(dst_rank))
+    fields["dataType"] = _MSTX_TYPE_NAMES.get(_DATA_TYPES.get(dtype, -1), "na")
+    fields["count"] = str(int(count))
+    fields["streamId"] = str(int(stream_id))
+    return "{" + ",".join(f'\\"{k}\\": \\"{v}\\"' for k, v in fields.items()) + "}"
 
 
 @dataclasses.dataclass(frozen=True)

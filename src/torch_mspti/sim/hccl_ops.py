@@ -97,16 +97,22 @@ def _timeout(opts, timeout_ms: int):
     return opts
 
 
-def _launch(comm: Communicator, coll: Collective, t: torch.Tensor, count: int) -> None:
-    """The device side of one collective: a COMMUNICATION record on the device's communication stream."""
+def _launch(comm: Communicator, coll: Collective, t: torch.Tensor, count: int, peer: int | None = None) -> None:
+    """The device side of one collective: a COMMUNICATION record on the device's communication stream, inside
+    the ``"communication"`` mstx range torch_npu opens around its HCCL call (docs/torch_npu.md 5). ``peer``:
+    the other rank of a send or receive, in the group."""
     device = t.device.index if t.device.index is not None else torch.npu.current_device()
     name = hccl_model.op_name(coll, comm.comm_name, comm.next_index())
     duration = link_model().duration_ns(coll, count, t.element_size(), comm.size)
     ops = torch.ops.npu_sim
     stream = int(ops.communication_stream(device))
+    message = hccl_model.mstx_message(
+        coll, comm.comm_name, t.dtype, comm.size if coll.pattern == "spread" else count, stream,
+        src_rank=peer if coll.c10d_name == "recv" else None, dst_rank=peer if coll.c10d_name == "send" else None,
+    )  # fmt: skip
     ops.launch_communication(
         name, hccl_model.ALG_TYPE, comm.comm_name, hccl_model.data_type(t.dtype), int(count), device, stream,
-        duration, coll.api,
+        duration, coll.api, message,
     )  # fmt: skip
 
 
@@ -152,13 +158,14 @@ def _work(gloo_works: list, value: list[torch.Tensor], device: torch.device, aft
     return torch._C._distributed_c10d._create_work_from_future(fut).boxed()
 
 
-def _run(comm, coll: Collective, parts, value: list[torch.Tensor], after=None):
+def _run(comm, coll: Collective, parts, value: list[torch.Tensor], after=None, peer: int | None = None):
     """For each (tensor, count, start) part: launch its device record inside the collective's host range,
-    then start its gloo transfer. One Work covers all parts; ``after()`` runs once they are done."""
+    then start its gloo transfer. One Work covers all parts; ``after()`` runs once they are done. ``peer``:
+    the other rank of a send or receive."""
     works = []
     for t, count, start in parts:
         with _host_range(coll):
-            _launch(comm, coll, t, count)
+            _launch(comm, coll, t, count, peer)
             works.append(start())
     return _work(works, value, parts[0][0].device, after)
 
@@ -304,14 +311,14 @@ def send(tensors, process_group, dst, tag):
     comm, t = _communicator(process_group), _single(tensors, "send")
     _device(tensors)
     start = lambda: comm.gloo.send([_wire(t, False)], int(dst), int(tag))  # noqa: E731
-    return _run(comm, COLLECTIVES["send"], [(t, t.numel(), start)], list(tensors))
+    return _run(comm, COLLECTIVES["send"], [(t, t.numel(), start)], list(tensors), peer=int(dst))
 
 
 def recv_(tensors, process_group, src, tag):
     comm, t = _communicator(process_group), _single(tensors, "recv")
     _device(tensors)
     start = lambda: comm.gloo.recv([_wire(t, False)], int(src), int(tag))  # noqa: E731
-    return _run(comm, COLLECTIVES["recv"], [(t, t.numel(), start)], list(tensors))
+    return _run(comm, COLLECTIVES["recv"], [(t, t.numel(), start)], list(tensors), peer=int(src))
 
 
 KERNELS = {
