@@ -69,12 +69,41 @@ def main(rank: int, world: int, out: str, init_method: str) -> None:
         result["max_diff"] = max(float((full[k] - v).abs().max()) for k, v in ref.state_dict().items())
         result["trace"] = trace
         result["comm_stream"] = int(torch.ops.npu_sim.communication_stream(rank))
+        result["pinned"] = [torch.zeros(4).pin_memory().is_pinned(), torch.zeros(4).is_pinned()]
+        result["offload_max_diff"] = _offloaded_steps(rank, world, mesh)
     except Exception:
         result["error"] = traceback.format_exc()
     finally:
         with open(os.path.join(out, f"result_rank{rank}.json"), "w", encoding="utf-8") as f:
             json.dump(result, f, default=str)
         dist.destroy_process_group()
+
+
+def _offloaded_steps(rank: int, world: int, mesh) -> float:
+    """3 Adam steps of the model sharded with CPUOffloadPolicy (parameter shards in pinned host memory,
+    gradients copied back non-blocking) against the CPU reference: the largest difference between this
+    rank's shards and the same rows of the reference's parameters (FSDP2 shards dim 0 as torch.chunk)."""
+    from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard
+
+    ref, model = _model(), _model().to(f"npu:{rank}")
+    for layer in (model[0], model[2]):
+        fully_shard(layer, mesh=mesh, offload_policy=CPUOffloadPolicy())
+    fully_shard(model, mesh=mesh, offload_policy=CPUOffloadPolicy())
+    opt, ref_opt = torch.optim.Adam(model.parameters(), lr=0.01), torch.optim.Adam(ref.parameters(), lr=0.01)
+    for i in range(3):
+        xs = [_batch(i, r) for r in range(world)]
+        opt.zero_grad()
+        model(xs[rank].to(f"npu:{rank}")).pow(2).sum().backward()
+        opt.step()
+        ref_opt.zero_grad()
+        (sum(ref(x).pow(2).sum() for x in xs) / world).backward()
+        ref_opt.step()
+    torch.npu.synchronize()
+    local = {k: v.to_local() for k, v in model.state_dict().items()}
+    return max(
+        float((local[k] - v.chunk(world, dim=0)[rank]).abs().max()) if local[k].numel() else 0.0
+        for k, v in ref.state_dict().items()
+    )
 
 
 def spawn_main(rank: int, world: int, port: int, out: str) -> None:

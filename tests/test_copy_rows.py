@@ -88,6 +88,47 @@ def check_no_preload_twice():
 """.replace("*SHAPE", ", ".join(map(str, SHAPE)))
 
 
+BEHIND = r"""
+def check_copies_behind_a_long_kernel():
+    import json, os, tempfile
+    x = torch.randn(256, 256, device="npu")
+    h = torch.randn(64, 64)
+    torch.npu.synchronize()
+    with profile(activities=ACT) as prof:
+        for _ in range(3):
+            torch.mm(x, x)                        # 5 ms on stream 1
+            a = h.to("npu", non_blocking=True)    # queued behind it, while it runs
+            torch.npu.synchronize()
+    path = os.path.join(tempfile.mkdtemp(), "trace.json")
+    prof.export_chrome_trace(path)
+    events = json.load(open(path))["traceEvents"]
+    rows = [(e["name"], e["ts"], e["dur"]) for e in events
+            if e.get("ph") == "X" and e.get("pid") == 0 and e.get("cat") in ("kernel", "gpu_memcpy")]
+    mm = [a.self_device_time_total for a in prof.key_averages() if a.key == "MatMulV2"]
+    return {"rows": sorted(rows, key=lambda r: r[1]), "matmul_device_us": mm}
+"""
+
+
+@pytest.fixture(scope="module")
+def behind():
+    require_simulator()
+    env = {"LD_PRELOAD": simulator_library_path()}
+    enable = {"launch_mode": "direct", "fixed_duration_ns": 5_000_000}
+    return result(run_checks(CHILD + BEHIND, enable, env=env), "copies_behind_a_long_kernel")
+
+
+def test_an_async_copy_queued_behind_a_kernel_leaves_the_kernel_its_device_time(behind):
+    """MSPTI writes a copy's record with the ACL call's host span (mspti.md 5.7), which for an async copy
+    lies inside the kernel it queued behind. The kernel keeps its whole 5 ms; the copy follows it."""
+    rows = behind["rows"]
+    names = [name for name, _, _ in rows]
+    assert names == ["MatMulV2", "Memcpy HtoD (Host -> Device)"] * 3, names
+    for (_, ts, dur), (_, copy_ts, _) in zip(rows[0::2], rows[1::2], strict=True):
+        assert dur == pytest.approx(5000.0, abs=0.01)
+        assert copy_ts >= ts + dur - 0.002  # µs, with the float rounding of the trace's timestamps
+    assert behind["matmul_device_us"] == [pytest.approx(15000.0, abs=0.1)]
+
+
 @pytest.fixture(scope="module", params=["direct", "queued"])
 def preloaded(request):
     require_simulator()

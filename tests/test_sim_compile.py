@@ -18,7 +18,12 @@ from sim_support import require_simulator, result, run_checks
 
 CHECKS = r"""
 import json, os, tempfile
+import torch._inductor.config
 from torch.profiler import ProfilerActivity, profile
+
+# Compile for real: a kernel cached by an earlier run (another build of this code) would hide
+# what this build generates.
+torch._inductor.config.force_disable_caches = True
 
 def _model():
     torch.manual_seed(0)
@@ -67,6 +72,36 @@ def check_compiled_training_step():
         "stream": int(torch.npu.current_stream().stream_id),
     }
 
+def check_random_and_index_ops():
+    # dropout, rand_like and arange lower to inductor's index_expr/random ops (CPU code generation's
+    # arange path): they must compile on npu, give what eager gives (arange exactly; dropout keeps
+    # each element or zeroes it, scaling kept ones by 1/(1-p)), and profile as linked NPU kernels.
+    torch._dynamo.reset()
+    x = torch.randn(64, 32, generator=torch.Generator().manual_seed(2))
+    xn = x.to("npu")
+    ar = torch.compile(lambda t: t + torch.arange(t.shape[-1], device=t.device))
+    dr = torch.compile(lambda t: torch.nn.functional.dropout(t, 0.5, True))
+    rl = torch.compile(lambda t: t + torch.rand_like(t))
+    arange_ok = torch.equal(ar(xn).cpu(), x + torch.arange(32))
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        d = dr(xn).cpu()
+        u = (rl(xn) - xn).cpu()
+        torch.npu.synchronize()
+    kept = d != 0
+    path = os.path.join(tempfile.mkdtemp(), "trace.json")
+    prof.export_chrome_trace(path)
+    events = json.load(open(path))["traceEvents"]
+    ops = {e["args"]["External id"]: e for e in events if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})}
+    compiled = [(e["name"], ops.get(e["args"].get("External id"), {}).get("name"))
+                for e in events if e.get("ph") == "X" and e.get("cat") == "kernel" and e["name"].startswith("cpp_")]
+    return {
+        "arange_equal": arange_ok,
+        "dropout_kept_share": float(kept.float().mean()),
+        "dropout_scaled": bool(torch.allclose(d[kept], 2 * x[kept])),
+        "rand_in_unit": bool(((u >= 0) & (u < 1)).all()) and float(u.std()) > 0.1,
+        "compiled": compiled,
+    }
+
 def check_cpp_wrapper_refused():
     import torch._inductor.config as cfg
     torch._dynamo.reset()
@@ -104,6 +139,16 @@ def test_compiled_kernels_are_npu_kernels_on_the_device_lane_linked_to_their_op(
         assert op == name, f"kernel {name} is linked to {op!r}"
     # What inductor leaves to ATen (the matmuls) runs as the device's ops, linked as well.
     assert r["matmuls_linked"] and all(r["matmuls_linked"]), r["matmuls_linked"]
+
+
+def test_random_and_index_ops_compile_and_run_as_linked_npu_kernels(results):
+    r = result(results, "random_and_index_ops")
+    assert r["arange_equal"], r
+    assert 0.35 < r["dropout_kept_share"] < 0.65 and r["dropout_scaled"], r
+    assert r["rand_in_unit"], r
+    assert len(r["compiled"]) >= 2, r["compiled"]  # dropout's and rand_like's kernels
+    for name, op in r["compiled"]:
+        assert op == name, f"kernel {name} is linked to {op!r}"
 
 
 def test_cpp_wrapper_mode_is_refused_naming_aot_eager(results):

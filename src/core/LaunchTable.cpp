@@ -1,6 +1,8 @@
 #include "LaunchTable.h"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -20,8 +22,70 @@ bool earlierSession(const DeviceRecord& r, const CorrelationLedger& ledger) {
   return !e || (!e->external && e->launchApi < 0);
 }
 
-// Moves row starts so that none overlaps the previous row (in order of ends) on its (device,
-// stream) lane (rule 5 in the header).
+bool sameLane(const DeviceRow& a, const DeviceRow& b) {
+  return a.device == b.device && a.record.streamId == b.record.streamId;
+}
+
+// Copies and memsets carry the host call's span, not the task's device time (mspti.md 5.7): they
+// give way to the lane's device-timed rows instead of moving them (rule 5 in the header).
+bool yieldsOnLane(const DeviceRecord& r) {
+  return r.kind == MSPTI_ACTIVITY_KIND_MEMCPY || r.kind == MSPTI_ACTIVITY_KIND_MEMSET;
+}
+
+void countShift(int64_t shift, SessionCounters& c) {
+  ++c.overlapRepairs;
+  c.maxOverlapShiftNs = std::max(c.maxOverlapShiftNs, static_cast<uint64_t>(shift));
+}
+
+// Rule 5 for one lane's device-timed rows, `order` sorted by end: a row that starts before the
+// previous one's end starts at that end.
+void repairInOrderOfEnds(std::vector<DeviceRow>& rows, const std::vector<uint32_t>& order, SessionCounters& c) {
+  int64_t prevEnd = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    DeviceRecord& r = rows[order[k]].record;
+    if (k > 0 && r.start < prevEnd) {
+      countShift(prevEnd - r.start, c);
+      r.start = prevEnd;
+      if (r.end < r.start) r.end = r.start;
+    }
+    prevEnd = k == 0 ? r.end : std::max(prevEnd, r.end);
+  }
+}
+
+// Rule 5 for one lane's copies, `order` sorted by start: each keeps its length and moves, when it
+// overlaps a row already placed (`placed`: start -> end, no two overlapping), to the end of that
+// row, until it fits.
+void placeYielding(std::vector<DeviceRow>& rows, const std::vector<uint32_t>& order, std::map<int64_t, int64_t>& placed,
+                   SessionCounters& c) {
+  for (uint32_t i : order) {
+    DeviceRecord& r = rows[i].record;
+    const int64_t length = r.end - r.start;
+    int64_t start = r.start;
+    for (;;) {
+      auto next = placed.upper_bound(start);
+      if (next != placed.begin()) {
+        auto prev = std::prev(next);
+        if (prev->second > start) {
+          start = prev->second;
+          continue;
+        }
+      }
+      if (next != placed.end() && next->first < start + length) {
+        start = next->second;
+        continue;
+      }
+      break;
+    }
+    if (start != r.start) {
+      countShift(start - r.start, c);
+      r.start = start;
+      r.end = start + length;
+    }
+    placed.emplace(r.start, r.end);
+  }
+}
+
+// Moves rows so that no two rows of a (device, stream) lane overlap (rule 5 in the header).
 void repairLanes(std::vector<DeviceRow>& rows, SessionCounters& c) {
   std::vector<uint32_t> order(rows.size());
   std::iota(order.begin(), order.end(), 0u);
@@ -31,20 +95,26 @@ void repairLanes(std::vector<DeviceRow>& rows, SessionCounters& c) {
     return std::tie(x.device, x.record.streamId, x.record.end, x.record.start) <
            std::tie(y.device, y.record.streamId, y.record.end, y.record.start);
   });
-  const DeviceRow* prev = nullptr;
-  int64_t prevEnd = 0;
-  for (uint32_t i : order) {
-    DeviceRecord& r = rows[i].record;
-    if (prev && prev->device == rows[i].device && prev->record.streamId == r.streamId && r.start < prevEnd) {
-      const int64_t shift = prevEnd - r.start;
-      r.start = prevEnd;
-      if (r.end < r.start) r.end = r.start;
-      ++c.overlapRepairs;
-      c.maxOverlapShiftNs = std::max(c.maxOverlapShiftNs, static_cast<uint64_t>(shift));
+  std::vector<uint32_t> timed, yielding;
+  for (size_t first = 0; first < order.size();) {
+    size_t last = first;
+    while (last < order.size() && sameLane(rows[order[first]], rows[order[last]])) ++last;
+    timed.clear();
+    yielding.clear();
+    for (size_t k = first; k < last; ++k) (yieldsOnLane(rows[order[k]].record) ? yielding : timed).push_back(order[k]);
+    repairInOrderOfEnds(rows, timed, c);
+    if (!yielding.empty()) {
+      std::map<int64_t, int64_t> placed;
+      for (uint32_t i : timed) {
+        const DeviceRecord& r = rows[i].record;
+        if (r.end > r.start) placed.emplace(r.start, r.end);
+      }
+      std::sort(yielding.begin(), yielding.end(), [&](uint32_t a, uint32_t b) {
+        return std::tie(rows[a].record.start, rows[a].record.end) < std::tie(rows[b].record.start, rows[b].record.end);
+      });
+      placeYielding(rows, yielding, placed, c);
     }
-    if (!prev || prev->device != rows[i].device || prev->record.streamId != r.streamId) prevEnd = r.end;
-    else prevEnd = std::max(prevEnd, r.end);
-    prev = &rows[i];
+    first = last;
   }
 }
 

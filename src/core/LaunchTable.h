@@ -23,7 +23,11 @@
 //     conversion), a row that starts before the previous row's end starts at that end (a row
 //     ending with the previous one becomes zero-length there) — viewers such as Perfetto drop
 //     overlapping slices on one track (google/perfetto#4280). Ordering by start instead would
-//     put an early row before the row it follows and move device time between ops.
+//     put an early row before the row it follows and move device time between ops. Copies and
+//     memsets (MEMCPY, MEMSET) are the exception: their times are the host call's span
+//     (mspti.md 5.7), which for an async call lies while the stream still runs earlier work, so
+//     they never move a device-timed row: each keeps its length and moves, in order of its start,
+//     to the end of the row it overlaps (the task it queued behind), until it fits.
 // Thread-safety: none; built once on the profiler thread.
 #pragma once
 

@@ -1,5 +1,5 @@
 // PrivateUse1 registrations of the simulated NPU that are not ops: the host-memory allocator, the
-// DeviceGuardImpl (devices, streams, events) and the PrivateUse1 hooks.
+// pinned host allocator, the DeviceGuardImpl (devices, streams, events) and the PrivateUse1 hooks.
 #include "NpuSimRuntime.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -8,8 +8,11 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <utility>
 
 namespace torch_mspti::sim {
@@ -34,6 +37,56 @@ class HostBackedAllocator final : public c10::Allocator {
 };
 
 HostBackedAllocator g_allocator;
+
+// Pinned host memory (Tensor.pin_memory(), pin_memory=True): plain CPU memory whose blocks are
+// remembered, so that is_pinned() answers true for them and only for them, as torch_npu's host
+// allocator answers for its own blocks. FSDP2's CPU offload re-pins (copies) a parameter shard
+// that is_pinned() calls unpinned on every reset, which would part the parameter from the
+// optimizer's view of it.
+class PinnedHostAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override {
+    void* p = nullptr;
+    TORCH_CHECK(posix_memalign(&p, 64, nbytes == 0 ? 1 : nbytes) == 0, "simulated NPU: out of pinned host memory (",
+                nbytes, " bytes)");
+    {
+      std::lock_guard<std::mutex> g(mu());
+      blocks()[reinterpret_cast<uintptr_t>(p)] = nbytes;
+    }
+    return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+
+  // True when `data` lies in a live pinned block (its start included, its end excluded).
+  static bool owns(const void* data) {
+    const auto at = reinterpret_cast<uintptr_t>(data);
+    std::lock_guard<std::mutex> g(mu());
+    auto it = blocks().upper_bound(at);
+    if (it == blocks().begin()) return false;
+    --it;
+    return at == it->first || at < it->first + it->second;
+  }
+
+ private:
+  static void release(void* p) {
+    {
+      std::lock_guard<std::mutex> g(mu());
+      blocks().erase(reinterpret_cast<uintptr_t>(p));
+    }
+    std::free(p);
+  }
+  static std::mutex& mu() {
+    static auto* m = new std::mutex();  // never destroyed: blocks may be freed at exit
+    return *m;
+  }
+  static std::map<uintptr_t, size_t>& blocks() {
+    static auto* b = new std::map<uintptr_t, size_t>();
+    return *b;
+  }
+};
+
+PinnedHostAllocator g_pinned;
 
 class GuardImpl final : public c10::impl::DeviceGuardImplInterface {
  public:
@@ -130,8 +183,8 @@ class Hooks final : public at::PrivateUse1HooksInterface {
     return at::detail::getDefaultCPUGenerator();
   }
   at::Device getDeviceFromPtr(void* /*data*/) const override { return {kNpu, current_device()}; }
-  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
-  bool isPinnedPtr(const void* /*data*/) const override { return false; }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &g_pinned; }
+  bool isPinnedPtr(const void* data) const override { return data != nullptr && PinnedHostAllocator::owns(data); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
     TORCH_CHECK(impl->resizable(), "simulated NPU: storage is not resizable");

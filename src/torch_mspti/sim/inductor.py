@@ -175,6 +175,39 @@ def _schedule_npu_nodes_as_cpu_nodes() -> None:
     BaseSchedulerNode.is_cpu = is_cpu
 
 
+def _npu_code_generation_is_cpp() -> None:
+    """inductor asks ``get_current_backend(device_type)`` which code generator serves a device, and
+    answers ``config.cuda_backend`` ("triton") for any device it does not know. For ``npu`` the answer
+    must be the CPU's (``config.cpu_backend``, "cpp"), which generates its code: on "triton" the C++
+    kernels' CSE values get no dtype and ``arange`` (``index_expr``, used by dropout, ``rand`` and
+    ``arange``) fails its ``index.dtype is not None`` assertion. The modules that imported the
+    function by name get the wrapper too; only ``npu`` changes."""
+    import importlib
+
+    from torch._inductor import config, utils
+
+    original = utils.get_current_backend
+    if getattr(original, "_npu_sim", False):
+        return
+
+    def get_current_backend(device_type: str | None = None) -> str:
+        if device_type is None:
+            from torch._inductor.virtualized import V
+
+            device = V.graph.get_current_device_or_throw() if V.graph is not None else None
+            device_type = device.type if device is not None else None
+        if device_type == "npu":
+            return config.cpu_backend
+        return original(device_type)
+
+    get_current_backend._npu_sim = True
+    for name in ("torch._inductor.utils", "torch._inductor.codegen.common", "torch._inductor.scheduler",
+                 "torch._inductor.kernel.mm_common"):  # fmt: skip
+        module = importlib.import_module(name)
+        if getattr(module, "get_current_backend", None) is original:
+            module.get_current_backend = get_current_backend
+
+
 def register() -> None:
     """Register inductor's CPU code generation for the device ``npu`` (once; later calls do nothing).
 
@@ -214,5 +247,6 @@ def register() -> None:
         register_device_op_overrides("npu", NpuSimDeviceOpOverrides())
         _register_device_interface()
         _schedule_npu_nodes_as_cpu_nodes()
+        _npu_code_generation_is_cpp()
         register_backend_for_device("npu", CppScheduling, _wrapper_class(), _RefusedCppWrapper)
         _registered = True

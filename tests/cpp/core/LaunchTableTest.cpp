@@ -148,6 +148,62 @@ TEST(LaunchTable, OverlappingRowsOfAStreamAreRepairedInOrderOfTheirEnds) {
       }
 }
 
+TEST(LaunchTable, CopiesWithTheirCallsSpanGiveWayToTheKernelTheyQueuedBehind) {
+  // MEMCPY/MEMSET records carry the ACL call's host span (mspti.md 5.7): an async copy queued while a
+  // long kernel runs is reported inside that kernel's time. The kernel keeps its device time; each
+  // copy keeps its length and follows the row it overlaps.
+  RecordBuilder b;
+  launch(b, 1, 1100, {{1200, 1700}});  // a long kernel
+  b.api(at(1300), at(1310), 1, 7, 2, "aclrtMemcpyAsync");
+  b.copy(MSPTI_ACTIVITY_KIND_MEMCPY, {.start = at(1300),
+                                      .end = at(1310),
+                                      .streamId = 1,
+                                      .correlationId = 2,
+                                      .subkind = MSPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                      .count = 64,
+                                      .isAsync = 1});
+  b.api(at(1320), at(1340), 1, 7, 3, "aclrtMemcpyAsync");
+  b.copy(MSPTI_ACTIVITY_KIND_MEMCPY, {.start = at(1320),
+                                      .end = at(1340),
+                                      .streamId = 1,
+                                      .correlationId = 3,
+                                      .subkind = MSPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                      .count = 64,
+                                      .isAsync = 1});
+  launch(b, 4, 1350, {{1710, 1800}});  // the next kernel, which ran after both copies in truth
+  b.api(at(1900), at(1905), 1, 7, 5, "aclrtMemcpyAsync");
+  b.copy(MSPTI_ACTIVITY_KIND_MEMCPY, {.start = at(1900),
+                                      .end = at(1905),
+                                      .streamId = 1,
+                                      .correlationId = 5,
+                                      .subkind = MSPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                      .count = 64,
+                                      .isAsync = 1});
+  const Built r = build(b);
+  ASSERT_EQ(r.table.rows.size(), 5u);
+  auto row = [&](uint64_t id) -> const DeviceRecord& {
+    for (const auto& x : r.table.rows)
+      if (x.record.correlationId == id) return x.record;
+    throw std::runtime_error("no row");
+  };
+  EXPECT_EQ(row(1).start, T + 1200);  // the kernels keep their device times
+  EXPECT_EQ(row(1).end, T + 1700);
+  EXPECT_EQ(row(4).start, T + 1710);
+  EXPECT_EQ(row(4).end, T + 1800);
+  EXPECT_EQ(row(2).start, T + 1700);  // after the kernel it overlapped, its 10 ns kept
+  EXPECT_EQ(row(2).end, T + 1710);
+  EXPECT_EQ(row(3).start, T + 1800);  // the gap after copy 2 is too short: after kernel 4
+  EXPECT_EQ(row(3).end, T + 1820);
+  EXPECT_EQ(row(5).start, T + 1900);  // overlaps nothing: untouched
+  EXPECT_EQ(r.counters.overlapRepairs, 2u);
+  EXPECT_EQ(r.counters.maxOverlapShiftNs, 480u);  // copy 3: 1320 -> 1800
+  for (const auto& a : r.table.rows)
+    for (const auto& c : r.table.rows)
+      if (&a != &c && a.record.start < c.record.start) {
+        EXPECT_LE(a.record.end, c.record.start);
+      }
+}
+
 TEST(LaunchTable, AdjacentRowsAreNotRepaired) {
   RecordBuilder b;
   launch(b, 1, 1100, {{1200, 1300}});
