@@ -622,3 +622,38 @@ def test_launches_on_a_process_without_ops_are_on_a_host_process():
     report = check_trace(trace)
     assert "flow-start-not-on-host-slice" not in report.counts_by_rule, [p.message for p in report.problems]
     assert any(e.get("cat") == "privateuse1_runtime" for e in trace["traceEvents"])
+
+
+def _cpu_only(t):
+    _no_device_activity(t)
+
+
+def test_device_work_without_kernels_is_device_activity():
+    """A profile whose only NPU work is mstx markers on a stream, or runtime memory (MEMORY records), has
+    device activity: check accepts it (no --allow-empty), while the same trace without them is CPU-only."""
+    marker = {
+        "ph": "X", "cat": "gpu_user_annotation", "name": "step", "pid": NPU, "tid": STREAM, "ts": 20.0, "dur": 5.0,
+        "args": {"marker id": 1, "domain": "default"},
+    }  # fmt: skip
+    memory = {
+        "ph": "X", "cat": "privateuse1_driver", "name": "Memory Allocation", "pid": NPU, "tid": 1, "ts": 30.0,
+        "dur": 1.0, "args": {"bytes": 2097152, "address": 4096, "link": "outside_op"},
+    }  # fmt: skip
+    for extra in (marker, memory):
+        trace = make_trace()
+        _cpu_only(trace)
+        assert set(check_trace(copy.deepcopy(trace)).counts_by_rule) == {"no-device-activity"}
+        trace["traceEvents"].append(extra)
+        report = check_trace(trace)
+        assert "no-device-activity" not in report.counts_by_rule, [p.message for p in report.problems]
+    # a host-side marker (privateuse1_driver span of the thread) is not device work
+    trace = make_trace()
+    _cpu_only(trace)
+    trace["traceEvents"].append(dict(marker, cat="privateuse1_driver", pid=HOST, tid=HOST))
+    assert "no-device-activity" in check_trace(trace).counts_by_rule
+
+
+def test_a_block_total_sums_counts_not_maxima():
+    text = _health.counted({"overlaps": 5, "max_shift_ns": 7940752, "zero_duration": 0}, total=True)
+    assert "in all" not in text and "overlaps 5" in text, text
+    assert _health.counted({"a": 2, "b": 3}, total=True).startswith("5 in all"), _health.counted({"a": 2, "b": 3})

@@ -67,19 +67,12 @@ MarkerTable MarkerTable::build(const std::vector<MarkerRecord>& records, const s
   };
   for (const MarkerRecord* r : byTime) {
     switch (roleOf(r->flag)) {
-      case Role::kInstant:
-        t.markers.push_back(single(*r, MarkerKind::kMark, visible));
-        ++c.markerMarks;
-        break;
-      case Role::kUnknown:
-        t.markers.push_back(single(*r, MarkerKind::kUnknownFlag, visible));
-        ++c.markerUnknownFlag;
-        break;
+      case Role::kInstant: t.markers.push_back(single(*r, MarkerKind::kMark, visible)); break;
+      case Role::kUnknown: t.markers.push_back(single(*r, MarkerKind::kUnknownFlag, visible)); break;
       case Role::kStart: {
         auto [it, fresh] = openOf(*r).try_emplace(r->id, r);
         if (!fresh) {  // a second start with this id: the first can no longer be paired
           t.markers.push_back(single(*it->second, MarkerKind::kUnpairedStart, visible));
-          ++c.markerUnpairedStarts;
           it->second = r;
         }
         break;
@@ -89,7 +82,6 @@ MarkerTable MarkerTable::build(const std::vector<MarkerRecord>& records, const s
         auto it = starts.find(r->id);
         if (it == starts.end()) {
           t.markers.push_back(single(*r, MarkerKind::kUnpairedEnd, visible));
-          ++c.markerUnpairedEnds;
           break;
         }
         Marker m = single(*it->second, MarkerKind::kRange, visible);
@@ -97,7 +89,6 @@ MarkerTable MarkerTable::build(const std::vector<MarkerRecord>& records, const s
         if (!m.name) m.name = r->name;
         if (!m.domain) m.domain = r->domain;
         t.markers.push_back(m);
-        ++c.markerRanges;
         starts.erase(it);
         break;
       }
@@ -106,7 +97,6 @@ MarkerTable MarkerTable::build(const std::vector<MarkerRecord>& records, const s
   for (auto& starts : open)
     for (const auto& [id, r] : starts) {
       t.markers.push_back(single(*r, MarkerKind::kUnpairedStart, visible));
-      ++c.markerUnpairedStarts;
     }
   for (Marker& m : t.markers) {
     if (m.onDevice && (!m.name || !m.domain)) {
@@ -123,7 +113,17 @@ MarkerTable MarkerTable::build(const std::vector<MarkerRecord>& records, const s
     c.markerNotIncluded += static_cast<uint64_t>(t.markers.end() - dropped);
     t.markers.erase(dropped, t.markers.end());
   }
-  for (const Marker& m : t.markers) ++c.markersByDomain[m.domain ? *m.domain : kUnknownMarkerDomain];
+  // Counted once kept, so that the counts by kind add up to those by domain.
+  for (const Marker& m : t.markers) {
+    ++c.markersByDomain[m.domain ? *m.domain : kUnknownMarkerDomain];
+    switch (m.kind) {
+      case MarkerKind::kMark: ++c.markerMarks; break;
+      case MarkerKind::kRange: ++c.markerRanges; break;
+      case MarkerKind::kUnpairedStart: ++c.markerUnpairedStarts; break;
+      case MarkerKind::kUnpairedEnd: ++c.markerUnpairedEnds; break;
+      case MarkerKind::kUnknownFlag: ++c.markerUnknownFlag; break;
+    }
+  }
   std::sort(t.markers.begin(), t.markers.end(), [](const Marker& a, const Marker& b) {
     return std::tie(a.start, a.id, a.onDevice, a.end) < std::tie(b.start, b.id, b.onDevice, b.end);
   });

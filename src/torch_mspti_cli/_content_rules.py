@@ -13,7 +13,8 @@ from . import _health
 
 PROBLEMS: dict[str, str] = {
     "trace-empty": "the trace holds at least one event",
-    "no-device-activity": "the trace holds kernel, memcpy or memset events (a CPU-only trace needs --allow-empty)",
+    "no-device-activity": "the trace holds device work: kernel, memcpy or memset rows, mstx markers on a stream, or "
+    "NPU memory events (a CPU-only trace needs --allow-empty)",
     "session-failed": "the trace's own health report does not say the session failed",
 }
 
@@ -118,7 +119,8 @@ def check(
             )
         problem(
             "no-device-activity",
-            f"the trace holds no kernel, memcpy or memset event, so its NPU lane is empty, {why} "
+            f"the trace holds no kernel, memcpy or memset row, no mstx marker on a stream and no NPU memory event, "
+            f"so its NPU lane is empty, {why} "
             "(--allow-empty accepts a CPU-only trace)",
         )
 

@@ -168,6 +168,9 @@ class Index:
     thread_names: dict = field(default_factory=dict)
     kernels: int = 0
     linked_kernels: int = 0
+    # device-side work that is not a row: mstx markers on a stream lane, NPU memory events
+    device_markers: int = 0
+    memory_events: int = 0
     link_states: Counter = field(default_factory=Counter)  # args.link of the device rows
     max_abs_ts: float = 0.0
     # device rows of dur 0, judged against the health report by check_zero_length_rows
@@ -234,6 +237,10 @@ def _index_slice(ix: Index, sink: Sink, i: int, e: dict) -> None:
     lane = (pid, tid)
     ix.slices[lane].append(item)
     args = _args(e)
+    if cat == "gpu_user_annotation" and "marker id" in args:
+        ix.device_markers += 1
+    elif cat == "privateuse1_driver" and e.get("name") in ("Memory Allocation", "Memory Release") and "bytes" in args:
+        ix.memory_events += 1
     if cat in DEVICE_CATS:
         ix.device_pids.add(pid)
         ix.device_slices[lane].append(item)

@@ -134,6 +134,10 @@ TEST(MarkerTable, AnIncludeListDropsOtherDomainsAndCountsThem) {
   EXPECT_EQ(c.markerNotIncluded, 1u);
   const std::map<std::string, uint64_t> byDomain = {{"train", 1}, {kUnknownMarkerDomain, 1}};
   EXPECT_EQ(c.markersByDomain, byDomain);
+  // The counts by kind are of the kept markers, as those by domain are: the dropped mark is in
+  // not_included only.
+  EXPECT_EQ(c.markerMarks, 1u);
+  EXPECT_EQ(c.markerUnpairedEnds, 1u);
 }
 
 }  // namespace
