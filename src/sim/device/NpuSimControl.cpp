@@ -90,8 +90,7 @@ int64_t launch_communication_op(const std::string& name, const std::string& alg,
   TORCH_CHECK(duration_ns >= 0, "simulated NPU: launch_communication: duration_ns must be >= 0, got ", duration_ns);
   return static_cast<int64_t>(launch_communication(name, alg, comm_name, static_cast<uint32_t>(data_type),
                                                    static_cast<uint64_t>(count), static_cast<c10::DeviceIndex>(device),
-                                                   stream, static_cast<uint64_t>(duration_ns), api_name,
-                                                   mstx_message));
+                                                   stream, static_cast<uint64_t>(duration_ns), api_name, mstx_message));
 }
 
 int64_t communication_stream_op(int64_t device) {
