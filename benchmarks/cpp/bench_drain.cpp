@@ -198,9 +198,12 @@ int runDrain(const bench::Args& args) {
   const int64_t delayMs = args.i("delay_ms", 200);
   const int64_t flushMs = args.i("driver_flush_ms", 20);
   const bool communication = args.i("communication", 1) != 0;
-  gPluginKinds = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                  MSPTI_ACTIVITY_KIND_RUNTIME_API};
-  if (communication) gPluginKinds.insert(gPluginKinds.begin() + 1, MSPTI_ACTIVITY_KIND_COMMUNICATION);
+  // In the session's order (the kind table's): MARKER is on by default (enable_markers), MEMORY
+  // and the copy kinds need the preload, which this process does not have.
+  gPluginKinds = {MSPTI_ACTIVITY_KIND_KERNEL};
+  if (communication) gPluginKinds.push_back(MSPTI_ACTIVITY_KIND_COMMUNICATION);
+  gPluginKinds.insert(gPluginKinds.end(), {MSPTI_ACTIVITY_KIND_MARKER, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                           MSPTI_ACTIVITY_KIND_RUNTIME_API});
   const std::string err = bench::context().config.setBool("enable_communication", communication);
   if (!err.empty()) throw std::runtime_error(err);
   const bench::Sim& sim = bench::loadSim();
