@@ -169,8 +169,7 @@ class Index:
     kernels: int = 0
     linked_kernels: int = 0
     # device-side work that is not a row: mstx markers on a stream lane, NPU memory events
-    device_markers: int = 0
-    memory_events: int = 0
+    other_device_work: int = 0
     link_states: Counter = field(default_factory=Counter)  # args.link of the device rows
     max_abs_ts: float = 0.0
     # device rows of dur 0, judged against the health report by check_zero_length_rows
@@ -237,10 +236,10 @@ def _index_slice(ix: Index, sink: Sink, i: int, e: dict) -> None:
     lane = (pid, tid)
     ix.slices[lane].append(item)
     args = _args(e)
-    if cat == "gpu_user_annotation" and "marker id" in args:
-        ix.device_markers += 1
-    elif cat == "privateuse1_driver" and e.get("name") in ("Memory Allocation", "Memory Release") and "bytes" in args:
-        ix.memory_events += 1
+    if (cat == "gpu_user_annotation" and "marker id" in args) or (
+        cat == "privateuse1_driver" and e.get("name") in ("Memory Allocation", "Memory Release") and "bytes" in args
+    ):
+        ix.other_device_work += 1
     if cat in DEVICE_CATS:
         ix.device_pids.add(pid)
         ix.device_slices[lane].append(item)

@@ -191,7 +191,7 @@ def check_trace(
     warnings = rules.Sink(events, len(WARNINGS))
     _content_rules.check(
         events=len(events),
-        device_events=sum(len(v) for v in ix.device_slices.values()) + ix.device_markers + ix.memory_events,
+        device_events=sum(len(v) for v in ix.device_slices.values()) + ix.other_device_work,
         kernels=ix.kernels,
         linked=ix.linked_kernels,
         link_states=ix.link_states,
