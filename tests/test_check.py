@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import collective_traces as coll
 import pytest
 
 from torch_mspti_cli import _health
@@ -273,6 +274,12 @@ BROKEN = [
     ("no-device-activity", _no_device_activity, {}),
     ("session-failed", _session_failed, {}),
     ("session-failed", _session_failed, {"allow_empty": True}),
+    ("collective-args", coll.break_args, {}),
+    ("collective-group-mismatch", coll.break_group, {}),
+    ("collective-nelems-mismatch", coll.break_nelems, {}),
+    ("collective-seq-order", coll.break_seq, {}),
+    ("collective-no-distributed-info", coll.break_distributed_info, {}),
+    ("collective-count-mismatch", coll.break_counts, {}),
 ]
 
 
@@ -354,6 +361,7 @@ WARNED = [
     ("launches-pending", _launches_pending),
     ("records-dropped", _records_dropped),
     ("kinds-not-collected", _kinds_not_collected),
+    ("collectives-not-joined", coll.warn_not_joined),
 ]
 
 
@@ -657,3 +665,226 @@ def test_a_block_total_sums_counts_not_maxima():
     text = _health.counted({"overlaps": 5, "max_shift_ns": 7940752, "zero_duration": 0}, total=True)
     assert "in all" not in text and "overlaps 5" in text, text
     assert _health.counted({"a": 2, "b": 3}, total=True).startswith("5 in all"), _health.counted({"a": 2, "b": 3})
+
+
+# ----------------------------------------------------------------------------- collectives
+
+
+def _collective_trace() -> dict:
+    return coll.add_collectives(make_trace())
+
+
+def test_a_joined_two_group_trace_passes_with_its_collective_counts():
+    trace = _collective_trace()
+    report = check_trace(trace)
+    assert report.ok and report.warnings == [], report.to_dict()
+    assert report.stats.collectives == {"rows": 8, "joined": 8, "with_seq": 7}
+    assert report.to_dict()["stats"]["collectives"] == {"rows": 8, "joined": 8, "with_seq": 7}
+    # torch writes distributedInfo as JSON; a copy that kept it as a JSON string is read the same
+    trace["distributedInfo"] = json.dumps(trace["distributedInfo"])
+    assert check_trace(trace).ok
+
+
+def test_a_trace_without_collectives_has_no_new_output():
+    before = check_trace(make_trace()).to_dict()
+    assert "collectives" not in before["stats"] and before["warnings"] == [] and before["ok"]
+    trace = make_trace()  # distributed, but no collective ran: nothing to check, nothing to say
+    trace["distributedInfo"] = {"backend": "hccl", "rank": 0, "world_size": 2, "pg_config": []}
+    trace["torch_mspti"]["collectives"] = {"rows": 0, "joined": 0, "unjoined": 0, "no_group": 0}
+    assert check_trace(trace).to_dict() == {**before, "health": trace["torch_mspti"]}
+
+
+def _drop_key(name, key):
+    return lambda t: t and coll.row(t, name)["args"].pop(key)
+
+
+def _set_arg(name, key, value):
+    return lambda t: coll.row(t, name)["args"].__setitem__(key, value)
+
+
+def _set_args(name, **values):
+    return lambda t: coll.row(t, name)["args"].update({k.replace("_", " "): v for k, v in values.items()})
+
+
+def _unjoined_with(key, value):
+    def mutate(t):
+        r = coll.row(t, "allreduce")
+        coll.unjoin(r)
+        r["args"][key] = value
+        coll.set_counts(t, joined=len(coll.ROWS) - 1, unjoined=1, no_group=1)
+
+    return mutate
+
+
+def _rank_not_in_group(t):
+    # pg_config has this process in group "1" no more: its rows there cannot name its Rank
+    t["distributedInfo"]["pg_config"][1]["ranks"] = [0, 3]
+
+
+def _without(key):
+    return lambda t: t["distributedInfo"].pop(key)
+
+
+def _counts(**counts):
+    return lambda t: coll.set_counts(t, **counts)
+
+
+# (rule, mutation of the valid two-group trace, words the one problem's message must hold)
+COLLECTIVE_BROKEN = [
+    ("collective-args", _drop_key("allreduce", "Rank"), "lacks Rank"),
+    ("collective-args", _drop_key("allgather", "Out msg nelems"), "lacks Out msg nelems"),
+    ("collective-args", _drop_key("send", "Src Rank"), "lacks Src Rank"),
+    ("collective-args", _drop_key("recv", "comm name"), "lacks comm name"),
+    ("collective-args", _set_arg("allreduce", "Group size", "4"), "Group size '4' is a string, not an integer"),
+    ("collective-args", _set_arg("allreduce", "Rank", True), "Rank True is a boolean, not an integer"),
+    ("collective-args", _set_arg("allreduce", "Process Group Ranks", [0, 1, 2, 3]), "Process Group Ranks [0, 1, 2, 3] is a list"),
+    ("collective-args", _set_arg("allreduce", "Seq", -1), "Seq -1 is not an integer >= 0"),
+    ("collective-args", _set_arg("allreduce", "Collective name", ["allreduce"]),
+     "Collective name ['allreduce'] is a list, not a string"),
+    ("collective-args", _set_arg("allreduce", "type", "KERNEL"), "type 'KERNEL' is not \"COMMUNICATION\""),
+    ("collective-args", _set_args("allreduce", Src_Rank=1), "carries Src Rank, which only send and recv rows carry"),
+    ("collective-args", _unjoined_with("Seq", 0), "carries Seq of the join but no Process Group Description"),
+    ("collective-args", _unjoined_with("Process Group Name", "0"), "Process Group Name '0' is not its comm name"),
+    ("collective-group-mismatch", _set_arg("allreduce", "Process Group Name", "7"),
+     "Process Group Name '7' is no pg_name of distributedInfo.pg_config ('0', '1')"),
+    ("collective-group-mismatch", _set_arg("allreduce", "Process Group Description", "dp"),
+     "Process Group Description 'dp' is not pg_config's pg_desc 'default_pg'"),
+    ("collective-group-mismatch", _set_arg("allreduce", "Process Group Ranks", "[0, 1, 2]"),
+     "Process Group Ranks '[0, 1, 2]' is not pg_config's ranks '[0, 1, 2, 3]'"),
+    ("collective-group-mismatch", _set_arg("allreduce", "Group size", 2), "Group size 2 is not pg_config's pg_size 4"),
+    ("collective-group-mismatch", _set_arg("allreduce", "Rank", 2), "Rank 2 is not this process's rank in the group (1"),
+    ("collective-group-mismatch", _set_args("send", Dst_Rank=2), "Dst Rank 2 is outside [0, Group size 2)"),
+    ("collective-group-mismatch", _set_args("send", Src_Rank=1, Dst_Rank=0), "Src Rank 1 of a send is not its Rank 0"),
+    ("collective-group-mismatch", _set_args("recv", Dst_Rank=1), "Dst Rank 1 of a recv is not its Rank 0"),
+    ("collective-nelems-mismatch", _set_arg("allreduce", "Out msg nelems", 512),
+     "Out msg nelems 512 is not In msg nelems 1024, which Collective name 'allreduce'"),
+    ("collective-nelems-mismatch", _set_arg("allgather", "Out msg nelems", 256),
+     "Out msg nelems 256 is not In msg nelems 256 x Group size 4 = 1024"),
+    ("collective-nelems-mismatch", _set_arg("reduce_scatter", "In msg nelems", 256),
+     "In msg nelems 256 is not Out msg nelems 256 x Group size 4 = 1024"),
+    ("collective-nelems-mismatch", _set_arg("all_to_all", "Out msg nelems", 64), "Out msg nelems 64 is not In msg nelems 128"),
+    ("collective-seq-order", _set_arg("reduce_scatter", "Seq", 1), "in group '0' has Seq 1, as has collective 'hcom_allgather"),
+    ("collective-seq-order", _set_arg("recv", "Seq", 0), "'hcom_recv__430_0_1' at ts 430.000 in group '1' has Seq 0, as has"),
+    ("collective-seq-order", lambda t: (_set_arg("allgather", "Seq", 2)(t), _set_arg("reduce_scatter", "Seq", 1)(t)),
+     "'hcom_reduce_scatter__440_0_1' at ts 440.000 in group '0' has Seq 1, below Seq 2 of collective 'hcom_allgather"),
+    ("collective-no-distributed-info", lambda t: t.pop("distributedInfo"), "the trace has no distributedInfo"),
+    ("collective-no-distributed-info", _without("pg_config"), "a distributedInfo without a pg_config list"),
+    ("collective-no-distributed-info", _without("rank"), "a distributedInfo whose rank is None, not an integer"),
+    ("collective-count-mismatch", _counts(rows=9), "counts 9 collective rows (collectives.rows) but the trace holds 8"),
+    ("collective-count-mismatch", _counts(joined=7),
+     "counts 7 joined collective rows (collectives.joined) but the trace holds 8"),
+    ("collective-count-mismatch", _counts(rows="8"), "collectives.rows is '8', not an integer"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "rule, mutate, words", COLLECTIVE_BROKEN, ids=[f"{r}:{w[:40]}" for r, _, w in COLLECTIVE_BROKEN]
+)
+def test_each_broken_collective_fails_naming_the_field(rule, mutate, words):
+    trace = _collective_trace()
+    assert check_trace(trace).ok
+    mutate(trace)
+    report = check_trace(trace)
+    assert report.counts_by_rule == {rule: 1}, [p.message for p in report.problems]
+    (problem,) = report.problems
+    assert words in problem.message, problem.message
+    assert "re-profile" in problem.message
+    assert [w.rule for w in report.warnings] in ([], ["collectives-not-joined"])
+
+
+def test_a_row_in_error_is_named_with_its_time_and_event():
+    trace = _collective_trace()
+    _set_arg("allgather", "Rank", 3)(trace)
+    (problem,) = check_trace(trace).problems
+    assert problem.message.startswith("collective 'hcom_allgather__420_0_1' at ts 420.000: Rank 3")
+    assert "communicator map disagrees with torch.distributed" in problem.message
+    assert (problem.event["name"], problem.event["ts"]) == ("hcom_allgather__420_0_1", 420.0)
+
+
+def test_this_rank_outside_a_group_is_a_mismatch_on_each_of_its_rows():
+    trace = _collective_trace()
+    _rank_not_in_group(trace)
+    report = check_trace(trace)
+    assert report.counts_by_rule == {"collective-group-mismatch": 3}, [p.message for p in report.problems]
+    assert all("distributedInfo.rank 1 is not among the group's ranks [0, 3]" in p.message for p in report.problems)
+
+
+def test_a_groups_rows_on_two_streams_may_start_out_of_seq_order():
+    # one stream runs its collectives in launch order; two streams of one group need not
+    trace = _collective_trace()
+    allgather = coll.row(trace, "allgather")
+    allgather.update(tid=11, ts=446.0)  # Seq 1 starts after Seq 2 (reduce_scatter at 440), on another stream
+    allgather["args"]["stream"] = 11
+    trace["traceEvents"].append({"ph": "M", "name": "thread_name", "pid": NPU, "tid": 11, "args": {"name": "s 11"}})
+    assert check_trace(trace).ok, [p.message for p in check_trace(trace).problems]
+    allgather.update(tid=9)  # on the group's one stream, the same order is broken
+    allgather["args"]["stream"] = 9
+    assert check_trace(trace).counts_by_rule == {"collective-seq-order": 1}
+
+
+def test_seq_numbers_each_group_on_its_own():
+    trace = _collective_trace()  # both groups have a Seq 0, 1 and 2
+    assert {(r["args"]["Process Group Name"], r["args"].get("Seq")) for r in coll.rows(trace)} >= {("0", 1), ("1", 1)}
+    assert check_trace(trace).ok
+
+
+def test_an_unjoined_only_trace_passes_with_the_warning_and_why():
+    trace = make_trace()
+    coll.warn_not_joined(trace)
+    coll.set_counts(trace, no_group=6, bad_message=2, no_marker=0)
+    report = check_trace(trace)
+    assert report.ok, [p.message for p in report.problems]
+    (warning,) = report.warnings
+    assert warning.rule == "collectives-not-joined"
+    assert warning.message.startswith("8 of 8 collective rows are not joined with their process group")
+    assert "carry only MSPTI's fields" in warning.message
+    assert "counts why: unjoined 8, bad_message 2 (the range's message is not torch_npu's JSON" in warning.message
+    assert warning.message.endswith("no_group 6 (a communicator of no torch.distributed process group of this process)")
+    assert "no_marker" not in warning.message  # a reason that counts 0 is none
+    assert report.stats.collectives == {"rows": 8, "joined": 0, "with_seq": 0}
+
+
+def test_some_rows_unjoined_are_counted_in_the_warning_and_checked_against_the_health_report():
+    trace = _collective_trace()
+    for name in ("send", "recv"):
+        coll.unjoin(coll.row(trace, name))
+    report = check_trace(trace)
+    assert report.counts_by_rule == {"collective-count-mismatch": 1}, [p.message for p in report.problems]
+    assert "counts 8 joined collective rows (collectives.joined) but the trace holds 6" in report.problems[0].message
+    coll.set_counts(trace, joined=6, unjoined=2, no_group=2)
+    report = check_trace(trace)
+    assert report.ok and [w.message[:50] for w in report.warnings] == [
+        "2 of 8 collective rows are not joined with their p"
+    ]
+    assert report.stats.collectives == {"rows": 8, "joined": 6, "with_seq": 5}
+
+
+def test_rows_of_a_torch_mspti_before_the_join_only_warn():
+    trace = _collective_trace()
+    del trace["torch_mspti"]["collectives"], trace["distributedInfo"]
+    for r in coll.rows(trace):
+        coll.old_format(r)
+    # the HTA-style rows of an older writer carried some of kineto's names, but no description
+    coll.row(trace, "allreduce")["args"].update({"Out msg nelems": 1024, "Group size": 4, "Process Group Ranks": "x"})
+    report = check_trace(trace)
+    assert report.ok, [p.message for p in report.problems]
+    (warning,) = report.warnings
+    assert warning.rule == "collectives-not-joined" and "predates the join" in warning.message
+    del trace["torch_mspti"]
+    assert "no health report to say why" in check_trace(trace).warnings[-1].message
+
+
+def test_a_malformed_collectives_block_of_the_health_report_fails():
+    trace = _collective_trace()
+    trace["torch_mspti"]["collectives"] = [8, 8]
+    report = check_trace(trace)
+    assert report.counts_by_rule == {"collective-count-mismatch": 1}
+    assert '"collectives" is a list, not an object of counts' in report.problems[0].message
+
+
+def test_lost_collective_rows_fail_against_the_health_report():
+    trace = _collective_trace()
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e not in coll.rows(trace)]
+    report = check_trace(trace)
+    assert report.counts_by_rule == {"collective-count-mismatch": 2}, [p.message for p in report.problems]
+    assert "but the trace holds 0" in report.problems[0].message

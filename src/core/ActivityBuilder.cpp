@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "CollectiveJoin.h"
 #include "KindHandlers.h"
 #include "LinkResolver.h"
 #include "TorchCompat.h"
@@ -128,10 +129,9 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
       act.addMetadata(kStream, stream);
       act.addMetadata(kCorrelation, launchId);
       act.addMetadataQuoted(kLink, linkName);
-      if (kind.describe) {
-        MetadataFacts facts(act);
-        kind.describe(r, facts);
-      }
+      MetadataFacts facts(act);
+      if (kind.describe) kind.describe(r, facts);
+      describeCollective(in.collectives, k, r, facts);
       if (kind.rows) ++(c.*kind.rows);
       lanes.addStream(row.device, stream);
       ++c.deviceRows;

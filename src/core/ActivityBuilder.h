@@ -11,8 +11,9 @@
 //    GPU_MEMCPY for copies, GPU_MEMSET for memsets; pid = logical device, tid = stream; named as
 //    MSPTI names kernels and collectives and as kineto names CUDA copies ("Memcpy HtoD (Host ->
 //    Device)", "Memset (Device)"); args device, stream, correlation, link, and the kind's facts:
-//    kernel "type"; collective "Collective name", "algorithm", "In msg nelems", "dtype", "bytes",
-//    "Process Group Name" (kineto's names for NCCL rows); copy/memset "bytes",
+//    kernel "type"; collective "type" (COMMUNICATION), "Collective name", "algorithm", "dtype",
+//    "bytes", "comm name" and, from the collective join (CollectiveJoin.h), "In msg nelems",
+//    "Process Group Name" and the other NCCL fields of a joined row; copy/memset "bytes",
 //    "memory bandwidth (GB/s)", "copy kind", "async"; the flow's finish when a launch event exists;
 //    linked to the op (External id, device time) only when the link is made;
 //  * a GPU_USER_ANNOTATION span per (user range, device, stream) covering the rows launched inside
@@ -34,6 +35,7 @@
 #include <IActivityProfiler.h>
 #include <libkineto.h>
 
+#include "CollectiveJoin.h"
 #include "CorrelationIds.h"
 #include "DeviceLanes.h"
 #include "LaunchTable.h"
@@ -47,6 +49,7 @@ struct BuildContext {
   const OpTimeline* ops = nullptr;
   CorrelationIds* ids = nullptr;
   int32_t processId = 0;  // pid of the host process (lane of launch threads)
+  const CollectiveTable* collectives = nullptr;  // may be null: no collective row is joined
 };
 
 void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes,

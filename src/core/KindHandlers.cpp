@@ -12,10 +12,10 @@ namespace {
 const std::string kType = "type";
 const std::string kCollective = "Collective name";
 const std::string kAlgorithm = "algorithm";
-const std::string kInNelems = "In msg nelems";
 const std::string kDtype = "dtype";
 const std::string kBytes = "bytes";
-const std::string kGroup = "Process Group Name";
+const std::string kCommName = "comm name";
+const std::string kCommunicationType = "COMMUNICATION";  // a collective row's "type": MSPTI's kind
 const std::string kBandwidth = "memory bandwidth (GB/s)";
 const std::string kCopyKind = "copy kind";
 const std::string kAsync = "async";
@@ -86,12 +86,14 @@ void readCommunication(const uint8_t* p, uint32_t kind, RecordReader& in) {
 
 void describeCommunication(const DeviceRecord& r, RowFacts& out) {
   const std::string collective = r.name ? collectiveName(*r.name) : "";
+  out.text(kType, kCommunicationType);
   if (!collective.empty()) out.text(kCollective, collective);
   if (r.detail) out.text(kAlgorithm, *r.detail);
-  out.number(kInNelems, r.count);
   out.text(kDtype, communicationTypeName(r.subkind));
   if (const uint32_t size = communicationTypeSize(r.subkind)) out.number(kBytes, r.count * size);
-  if (r.group) out.text(kGroup, *r.group);
+  if (r.group) out.text(kCommName, *r.group);
+  // "In msg nelems", "Process Group Name" and the other group facts: describeCollective
+  // (CollectiveJoin.h), which knows the row's process group when the join found it.
 }
 
 // --- MEMCPY: a copy task on a device stream (msptiActivityMemcpy, mspti.md 3.2)
@@ -201,6 +203,7 @@ void readMarker(const uint8_t* p, uint32_t, RecordReader& in) {
   // the default domain, which MSPTI names "default" (mspti.md 5.9).
   r.name = m.name && *m.name ? in.intern(m.name) : nullptr;
   r.domain = !m.domain ? in.intern(kDefaultMarkerDomain) : *m.domain ? in.intern(m.domain) : nullptr;
+  if (r.name && r.domain && *r.domain == kCommunicationMarkerDomain) r.message = in.names.internRaw(m.name);
 }
 
 using C = ConfigSnapshot;

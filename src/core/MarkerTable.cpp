@@ -37,6 +37,7 @@ Marker single(const MarkerRecord& r, MarkerKind kind, const std::vector<uint32_t
   m.flag = r.flag;
   m.name = r.name;
   m.domain = r.domain;
+  m.message = r.message;
   return m;
 }
 
@@ -88,6 +89,7 @@ MarkerTable MarkerTable::build(const std::vector<MarkerRecord>& records, const s
         m.end = r->timestamp;
         if (!m.name) m.name = r->name;
         if (!m.domain) m.domain = r->domain;
+        if (!m.message) m.message = r->message;
         t.markers.push_back(m);
         starts.erase(it);
         break;
@@ -104,6 +106,7 @@ MarkerTable MarkerTable::build(const std::vector<MarkerRecord>& records, const s
       if (it != hostNamed.end()) {
         if (!m.name) m.name = it->second->name;
         if (!m.domain) m.domain = it->second->domain;
+        if (!m.message) m.message = it->second->message;
       }
     }
   }

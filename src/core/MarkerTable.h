@@ -46,6 +46,7 @@ struct Marker {
   // marker, whose records carry neither); nullptr when no record gave one.
   const std::string* name = nullptr;
   const std::string* domain = nullptr;
+  const std::string* message = nullptr;  // the raw message of a "communication" range (NpuRecords.h)
 };
 
 struct MarkerTable {

@@ -169,6 +169,9 @@ void MsptiActivityProfilerSession::start() {
   guard(errors_, "start", [&] {
     startNs_ = nowNs();
     clockAtStart_ = ClockSample::now();
+    // Seq counts each group's calls from here (CollectiveJoin.h).
+    communicatorsSampled_ = static_cast<bool>(deps_.communicators);
+    communicatorsAtStart_ = sampleCommunicators(deps_.communicators);
     if (arm()) {
       state_ = SessionState::kStarted;
       status_ = libkineto::TraceStatus::RECORDING;
@@ -420,6 +423,10 @@ void MsptiActivityProfilerSession::buildLaunches(int64_t disabledAt) {
       markerDomains_.applied && deps_.config.markerDomains.mode == MarkerDomainFilter::Mode::kInclude;
   markers_ = MarkerTable::build(store_->markers(), deps_.config.visibleDevices,
                                 dropOthers ? &deps_.config.markerDomains : nullptr, counters_);
+  // After the markers (the join reads their "communication" ranges); the communicators are asked
+  // now, when every launch of the window has been made (the drain waited for them).
+  collectives_ = CollectiveTable::build(launches_, markers_, communicatorsAtStart_, communicatorsSampled_,
+                                        sampleCommunicators(deps_.communicators), counters_);
   // Records at or below this session's highest id belong to it: a later session drops them as stale.
   if (deps_.staleBelow) {
     const uint64_t maxId = highestId_;
@@ -503,7 +510,7 @@ void MsptiActivityProfilerSession::process(libkineto::ActivityLogger& logger,
   if (armed_) collect();  // kineto always stops first; be safe if it did not
   if (store_) {
     const OpTimeline ops(opLog_, linked, counters_);
-    BuildContext in{&launches_, &ops, deps_.ids, deps_.processId};
+    BuildContext in{&launches_, &ops, deps_.ids, deps_.processId, &collectives_};
     buildActivities(in, *buffer_, lanes_, counters_);
     buildMemoryActivities(memory_, ops, *buffer_, lanes_, counters_);
     buildMarkerActivities(markers_, ops, *deps_.ids, *buffer_, lanes_, counters_);

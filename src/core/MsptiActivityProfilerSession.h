@@ -33,6 +33,8 @@
 #include <IActivityProfiler.h>
 #include <libkineto.h>
 
+#include "CollectiveJoin.h"
+#include "Communicators.h"
 #include "Config.h"
 #include "CorrelationForwarder.h"
 #include "CorrelationIds.h"
@@ -71,6 +73,9 @@ struct SessionDeps {
   // JSON objects (comma-joined) describing the logical devices given, for "deviceProperties"
   // (may be empty).
   std::function<std::string(const std::vector<int32_t>&)> deviceProperties;
+  // This process's HCCL communicators and their process groups (Communicators.h), asked at start
+  // and at stop on the thread that starts or stops the session (may be empty).
+  CommunicatorsProvider communicators;
   // Shows one warning to the user (TORCH_WARN in production; may be empty).
   std::function<void(const std::string&)> warn;
   // Process id of the host lanes (libkineto::processId() in production).
@@ -192,6 +197,9 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   LaunchTable launches_;
   MemoryTimeline memory_;
   MarkerTable markers_;
+  CommunicatorMap communicatorsAtStart_;  // the provider's answer at start
+  bool communicatorsSampled_ = false;     // whether a provider was asked at start
+  CollectiveTable collectives_;
   DeviceLanes lanes_;
   std::unique_ptr<libkineto::CpuTraceBuffer> buffer_;
 };

@@ -18,6 +18,13 @@ const std::string* NameTable::intern(const char* s) {
   return &*names_.insert(std::move(key)).first;
 }
 
+const std::string* NameTable::internRaw(const char* s) {
+  if (!s) return nullptr;
+  std::string key(s, strnlen(s, 4096));
+  std::lock_guard<std::mutex> lock(mutex_);
+  return &*names_.insert(std::move(key)).first;
+}
+
 size_t NameTable::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return names_.size();

@@ -26,6 +26,9 @@ class NameTable {
   // A stable pointer to the safe copy of `s` ("unknown" for NULL or empty). Never fails other than
   // by std::bad_alloc.
   const std::string* intern(const char* s);
+  // A stable pointer to `s` as written (at most 4096 bytes; nullptr for NULL): text the plugin
+  // reads itself (an mstx message, CollectiveJoin.h) and never hands to kineto.
+  const std::string* internRaw(const char* s);
   size_t size() const;
 
   // The fork guard holds the lock across fork() (through the collecting RecordStore).

@@ -62,6 +62,8 @@ struct ApiRecord {
 // The default mstx domain's name, as MSPTI writes it (mspti.md 5.9); also the name the trace, the
 // report and the marker_domains setting use.
 inline constexpr const char* kDefaultMarkerDomain = "default";
+// The domain of torch_npu's ProcessGroupHCCL ranges around each HCCL call (torch_npu.md 5).
+inline constexpr const char* kCommunicationMarkerDomain = "communication";
 // The domain written for a marker whose records name none (an unpaired range end).
 inline constexpr const char* kUnknownMarkerDomain = "unknown";
 
@@ -75,6 +77,9 @@ struct MarkerRecord {
   uint32_t second = 0;                  // HOST: threadId; DEVICE: streamId
   const std::string* name = nullptr;    // the message; nullptr when the record has none (ends, device records)
   const std::string* domain = nullptr;  // the domain ("default" for MSPTI's NULL); nullptr when none is given
+  // The message as written, for the "communication" domain only (the collective join parses it,
+  // CollectiveJoin.h; `name` is its kineto-safe copy, whose quotes are rewritten); else nullptr.
+  const std::string* message = nullptr;
 };
 
 struct ExternalCorrelationRecord {

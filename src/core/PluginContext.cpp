@@ -78,6 +78,14 @@ void PluginContext::setDevicePropertiesProvider(DevicePropertiesProvider provide
   // the binding's code, e.g. take the GIL and drop a Python object).
 }
 
+void PluginContext::setCommunicatorsProvider(CommunicatorsProvider provider) {
+  {
+    std::lock_guard<std::mutex> lock(providerMutex_);
+    communicators_.swap(provider);
+  }
+  // The previous one is released here, outside the lock (as above).
+}
+
 SessionDeps PluginContext::sessionDeps() {
   SessionDeps d;
   d.config = config.snapshot();
@@ -92,6 +100,7 @@ SessionDeps PluginContext::sessionDeps() {
   {
     std::lock_guard<std::mutex> lock(providerMutex_);
     d.deviceProperties = provider_;
+    d.communicators = communicators_;
   }
   d.warn = [](const std::string& message) { TORCH_WARN(message); };
   d.processId = libkineto::processId();

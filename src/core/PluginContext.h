@@ -91,6 +91,10 @@ class PluginContext {
   // provider is destroyed once no session holds a copy (outside the context's lock). Thread-safe.
   using DevicePropertiesProvider = std::function<std::string(const std::vector<int32_t>&)>;
   void setDevicePropertiesProvider(DevicePropertiesProvider provider);
+  // This process's HCCL communicators (Communicators.h): set by the Python package (it knows
+  // torch.distributed's groups and their backends); asked by each session at start and at stop.
+  // Released like the device-properties provider. Thread-safe.
+  void setCommunicatorsProvider(CommunicatorsProvider provider);
 
   // The fork guard's participant: takes every lock of the plugin, outer first — the registration,
   // the settings, the peer-backend scan, the loaded library, the device-properties provider, the
@@ -111,6 +115,7 @@ class PluginContext {
  private:
   std::mutex providerMutex_;
   DevicePropertiesProvider provider_;
+  CommunicatorsProvider communicators_;
 };
 
 // Waits until each given logical PrivateUse1 device, and each device the backend reports as

@@ -7,10 +7,12 @@ comparisons allow a small tolerance (see ``tolerance_for``).
 
 from __future__ import annotations
 
+import json
 import math
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 # Kineto rounds ts and dur to 1 ns (3 decimals in µs); an end computed as ts + dur can be off by
@@ -46,6 +48,23 @@ RULES: dict[str, str] = {
     "npu-lane-sorted-above-cpu": "device processes sort below (after) every CPU process",
     "link-ratio-below-min": "the share of kernels with an External id reaches --min-link-ratio",
     "health-report-malformed": 'the trace-level "torch_mspti" entry is a JSON object',
+    "collective-args": "a collective row joined with its process group (it has Process Group Description) carries "
+    "every field of the join with its JSON type; a row not joined carries none of them and keeps its comm name",
+    "collective-group-mismatch": "a joined collective row names a group of distributedInfo.pg_config and agrees with "
+    "it (description, ranks, size), with distributedInfo.rank (Rank) and with its size (Src Rank, Dst Rank)",
+    "collective-nelems-mismatch": "a joined collective row's In and Out msg nelems agree for its collective and "
+    "Group size",
+    "collective-seq-order": "Seq numbers each collective of a group once, increasing with the rows' start time on "
+    "a stream",
+    "collective-no-distributed-info": "a trace with joined collective rows carries distributedInfo with its rank "
+    "and pg_config",
+    "collective-count-mismatch": "the health report's collectives.rows and collectives.joined equal the trace's "
+    "collective rows and joined ones",
+}
+
+#: Warning id -> what it expects; reported, but the check still passes.
+WARNINGS: dict[str, str] = {
+    "collectives-not-joined": "every collective row is joined with its process group (pg_config's pg_name, Rank, Seq)",
 }
 
 
@@ -174,6 +193,7 @@ class Index:
     max_abs_ts: float = 0.0
     # device rows of dur 0, judged against the health report by check_zero_length_rows
     zero_length_rows: list[int] = field(default_factory=list)
+    collectives: list[int] = field(default_factory=list)  # kernel rows with a "Collective name"
 
 
 def _args(e: dict) -> dict:
@@ -217,6 +237,8 @@ def build_index(events: list, sink: Sink) -> Index:
 
 def _index_slice(ix: Index, sink: Sink, i: int, e: dict) -> None:
     ts, dur, cat = e.get("ts"), e.get("dur"), e.get("cat")
+    if cat == "kernel" and COLLECTIVE_KEY in _args(e):
+        ix.collectives.append(i)  # counted whatever its times (the health report counts it too)
     if not (is_number(ts) and is_number(dur)):
         sink.add(
             "timestamp-not-numeric",
@@ -481,3 +503,330 @@ def check_lanes(ix: Index, sink: Sink) -> None:
     for pid, tid in sorted(ix.device_slices, key=repr):
         if not ix.thread_names.get((pid, tid)):
             sink.add("npu-lane-unnamed", f"{lane_name(pid, tid, True)} has no thread_name metadata")
+
+
+# ------------------------------------------------------------------------ collectives (HCCL rows)
+# A collective row is a kernel row with a "Collective name". torch-mspti joins it with the process
+# group of its communicator: a joined row carries "Process Group Description" and c10d's names
+# (pg_name, ranks, this process's Rank, Seq) under kineto's NCCL keys, checked here against the
+# trace's distributedInfo (torch's pg_config). A row not joined keeps only what MSPTI gave; a row of
+# a torch-mspti from before the join lacks "comm name" and "type" as well, and is only counted.
+
+COLLECTIVE_KEY = "Collective name"
+JOIN_KEY = "Process Group Description"
+COLLECTIVE_FIX = (
+    "the trace was edited, or written by a torch-mspti whose communicator map disagrees with torch.distributed; "
+    "re-profile"
+)
+# MSPTI's fields, on every row of a torch-mspti that joins (with "type": "COMMUNICATION").
+_MSPTI_FIELDS = (
+    ("Collective name", str),
+    ("algorithm", str),
+    ("In msg nelems", int),
+    ("dtype", str),
+    ("bytes", int),
+    ("comm name", str),
+)
+_JOINED_FIELDS = (
+    ("Process Group Name", str),
+    ("Process Group Description", str),
+    ("Process Group Ranks", str),
+    ("Group size", int),
+    ("Rank", int),
+)
+# Keys only the join writes (a row not joined has none of them).
+_JOIN_ONLY = ("Process Group Ranks", "Group size", "Rank", "Out msg nelems", "Seq", "Src Rank", "Dst Rank")
+_P2P = frozenset({"send", "recv"})
+_NO_OUT = frozenset({"all_to_allv"})  # its per-peer counts differ: no single Out msg nelems
+_OUT_IS_IN = frozenset({"allreduce", "broadcast", "reduce", "send", "recv", "barrier", "all_to_all"})
+_JSON_TYPES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    list: "a list",
+    dict: "an object",
+}
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int  # JSON integers; not bool
+
+
+def _has_type(v: Any, typ: type) -> bool:
+    return _is_int(v) if typ is int else isinstance(v, typ)
+
+
+def _json_type(v: Any) -> str:
+    return "null" if v is None else _JSON_TYPES.get(type(v), type(v).__name__)
+
+
+def _row(e: dict) -> str:
+    return f"collective {e.get('name')!r} at ts {fmt_ts(e.get('ts'))}"
+
+
+def distributed_info(trace: Any) -> Any:
+    """The trace's top-level ``distributedInfo`` (torch writes it as JSON; a JSON string is parsed)."""
+    value = trace.get("distributedInfo") if isinstance(trace, dict) else None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _groups_of(dist: Any) -> tuple[dict[str, dict] | None, int | None, str]:
+    """(pg_config entries by pg_name, distributedInfo.rank, "") or (None, None, what is missing)."""
+    if dist is None:
+        return None, None, "no distributedInfo"
+    if not isinstance(dist, dict):
+        return None, None, f"a distributedInfo that is {_json_type(dist)}, not an object"
+    config = dist.get("pg_config")
+    if not isinstance(config, list):
+        return None, None, "a distributedInfo without a pg_config list"
+    if not _is_int(dist.get("rank")):
+        return None, None, f"a distributedInfo whose rank is {dist.get('rank')!r}, not an integer"
+    groups = {c["pg_name"]: c for c in config if isinstance(c, dict) and isinstance(c.get("pg_name"), str)}
+    return groups, dist["rank"], ""
+
+
+def check_collectives(ix: Index, sink: Sink, warning, dist: Any, health: dict | None) -> dict[str, int]:
+    """The collective rules over the rows, against ``dist`` (the trace's distributedInfo) and the
+    health report's ``collectives`` block. Returns the counts for the check's stats (rows, joined,
+    with_seq), {} for a trace without collective rows."""
+    ev = ix.events
+    joined = [i for i in ix.collectives if JOIN_KEY in _args(ev[i])]
+    groups, rank, lacking = _groups_of(dist)
+    if joined and groups is None:
+        sink.add(
+            "collective-no-distributed-info",
+            f"{len(joined)} collective row(s) are joined with their process group (they carry {JOIN_KEY}), but the "
+            f"trace has {lacking}, so their group, ranks and Rank cannot be checked: torch's profiler writes "
+            "distributedInfo (rank, pg_config) when torch.distributed is initialised; keep it when editing a "
+            "trace, or re-profile",
+        )
+    for i in ix.collectives:
+        a = _args(ev[i])
+        if JOIN_KEY in a:
+            _check_joined(sink, i, ev[i], a, groups, rank)
+        elif "comm name" in a:  # a torch-mspti that joins left this row as MSPTI gave it
+            _check_not_joined(sink, i, ev[i], a)
+    with_seq = _check_seq(ev, sink, joined)
+    _check_collective_counts(sink, health, len(ix.collectives), len(joined))
+    unjoined = len(ix.collectives) - len(joined)
+    if unjoined:
+        warning("collectives-not-joined", _not_joined_message(unjoined, len(ix.collectives), health))
+    if not ix.collectives:
+        return {}
+    return {"rows": len(ix.collectives), "joined": len(joined), "with_seq": with_seq}
+
+
+def _check_joined(sink: Sink, i: int, e: dict, a: dict, groups: dict | None, rank: int | None) -> None:
+    coll = a.get(COLLECTIVE_KEY) if isinstance(a.get(COLLECTIVE_KEY), str) else None  # else reported below
+    fields = [*_MSPTI_FIELDS, *_JOINED_FIELDS]
+    if coll not in _NO_OUT:
+        fields.append(("Out msg nelems", int))
+    if coll in _P2P:
+        fields += [("Src Rank", int), ("Dst Rank", int)]
+    missing = [k for k, _ in fields if k not in a]
+    wrong = [
+        f"{k} {a[k]!r} is {_json_type(a[k])}, not {_JSON_TYPES[typ]}"
+        for k, typ in fields
+        if k in a and not _has_type(a[k], typ)
+    ]
+    if "Seq" in a and not (_is_int(a["Seq"]) and a["Seq"] >= 0):
+        wrong.append(f"Seq {a['Seq']!r} is not an integer >= 0")
+    if coll not in _P2P:
+        wrong += [f"it carries {k}, which only send and recv rows carry" for k in ("Src Rank", "Dst Rank") if k in a]
+    if a.get("type") != "COMMUNICATION":
+        wrong.append(f'type {a.get("type")!r} is not "COMMUNICATION"')
+    if missing or wrong:
+        parts = ([f"lacks {', '.join(missing)}"] if missing else []) + wrong
+        sink.add(
+            "collective-args",
+            f"{_row(e)} is joined with its process group ({JOIN_KEY} {a.get(JOIN_KEY)!r}) but {'; '.join(parts)} "
+            f"({COLLECTIVE_FIX})",
+            i,
+        )
+        return
+    _check_group(sink, i, e, a, groups, rank)
+    _check_nelems(sink, i, e, a)
+
+
+def _check_group(sink: Sink, i: int, e: dict, a: dict, groups: dict | None, rank: int | None) -> None:
+    bad: list[str] = []
+    size, own = a["Group size"], a["Rank"]
+    if groups is not None:
+        name = a["Process Group Name"]
+        cfg = groups.get(name)
+        if cfg is None:
+            known = ", ".join(repr(n) for n in groups) or "none"
+            bad.append(f"Process Group Name {name!r} is no pg_name of distributedInfo.pg_config ({known})")
+        else:
+            ranks = cfg.get("ranks")
+            if a[JOIN_KEY] != cfg.get("pg_desc"):
+                bad.append(f"{JOIN_KEY} {a[JOIN_KEY]!r} is not pg_config's pg_desc {cfg.get('pg_desc')!r}")
+            if isinstance(ranks, list) and a["Process Group Ranks"] != str(ranks):
+                bad.append(f"Process Group Ranks {a['Process Group Ranks']!r} is not pg_config's ranks {str(ranks)!r}")
+            sizes = {cfg["pg_size"]} if _is_int(cfg.get("pg_size")) else set()
+            sizes |= {len(ranks)} if isinstance(ranks, list) else set()
+            if sizes and sizes != {size}:
+                bad.append(
+                    f"Group size {size} is not pg_config's pg_size {cfg.get('pg_size')!r} "
+                    f"({len(ranks) if isinstance(ranks, list) else '?'} ranks)"
+                )
+            if isinstance(ranks, list) and rank not in ranks:
+                bad.append(f"distributedInfo.rank {rank} is not among the group's ranks {ranks}, yet the row has Rank")
+            elif isinstance(ranks, list) and own != ranks.index(rank):
+                bad.append(
+                    f"Rank {own} is not this process's rank in the group ({ranks.index(rank)}: distributedInfo.rank "
+                    f"{rank} in ranks {ranks})"
+                )
+    if not 0 <= own < size:
+        bad.append(f"Rank {own} is outside [0, Group size {size})")
+    coll = a[COLLECTIVE_KEY]
+    if coll in _P2P:
+        for key in ("Src Rank", "Dst Rank"):
+            if not 0 <= a[key] < size:
+                bad.append(f"{key} {a[key]} is outside [0, Group size {size})")
+        key = "Src Rank" if coll == "send" else "Dst Rank"
+        if a[key] != own:
+            bad.append(f"{key} {a[key]} of a {coll} is not its Rank {own}")
+    if bad:
+        sink.add("collective-group-mismatch", f"{_row(e)}: {'; '.join(bad)} ({COLLECTIVE_FIX})", i)
+
+
+def _check_nelems(sink: Sink, i: int, e: dict, a: dict) -> None:
+    coll, n = a[COLLECTIVE_KEY], a["Group size"]
+    if coll in _NO_OUT:
+        return
+    n_in, n_out = a["In msg nelems"], a["Out msg nelems"]
+    if coll in _OUT_IS_IN and n_out != n_in:
+        what = f"Out msg nelems {n_out} is not In msg nelems {n_in}"
+    elif coll == "allgather" and n_out != n_in * n:
+        what = f"Out msg nelems {n_out} is not In msg nelems {n_in} x Group size {n} = {n_in * n}"
+    elif coll == "reduce_scatter" and n_in != n_out * n:
+        what = f"In msg nelems {n_in} is not Out msg nelems {n_out} x Group size {n} = {n_out * n}"
+    else:
+        return
+    sink.add(
+        "collective-nelems-mismatch",
+        f"{_row(e)}: {what}, which Collective name {coll!r} requires (the trace was edited, or written by a "
+        "torch-mspti that took the counts from another call; re-profile)",
+        i,
+    )
+
+
+def _check_not_joined(sink: Sink, i: int, e: dict, a: dict) -> None:
+    bad = []
+    extra = [k for k in _JOIN_ONLY if k in a]
+    if extra:
+        bad.append(f"carries {', '.join(extra)} of the join but no {JOIN_KEY}, so it is joined only in part")
+    name = a.get("Process Group Name", a["comm name"])
+    if name != a["comm name"]:
+        bad.append(
+            f"its Process Group Name {name!r} is not its comm name {a['comm name']!r}, which a row not joined "
+            "keeps as MSPTI gave it"
+        )
+    if bad:
+        sink.add("collective-args", f"{_row(e)} {'; '.join(bad)} ({COLLECTIVE_FIX})", i)
+
+
+def _check_seq(ev: list, sink: Sink, joined: list[int]) -> int:
+    """Seq once per group, increasing with start time on each stream. Returns the rows with a Seq."""
+    by_group: dict[str, list[int]] = defaultdict(list)
+    for i in joined:
+        a = _args(ev[i])
+        seq = a.get("Seq")
+        if _is_int(seq) and seq >= 0:
+            by_group[str(a.get("Process Group Name"))].append(i)
+    fix = (
+        "Seq numbers a group's collectives in launch order, and one stream runs them in that order; the trace "
+        "was edited or merged from several sessions, or torch-mspti numbered the group's collectives wrongly; "
+        "re-profile"
+    )
+    for group, rows in by_group.items():
+        first: dict[int, int] = {}
+        lanes: dict[tuple, list] = defaultdict(list)
+        for i in rows:
+            e = ev[i]
+            seq = e["args"]["Seq"]
+            if seq in first:
+                sink.add(
+                    "collective-seq-order",
+                    f"{_row(e)} in group {group!r} has Seq {seq}, as has {_row(ev[first[seq]])} ({fix})",
+                    i,
+                )
+            else:
+                first[seq] = i
+            if is_number(e.get("ts")):
+                lanes[(e.get("pid"), e.get("tid"))].append((e["ts"], seq, i))
+        for items in lanes.values():
+            items.sort()
+            for (_, s0, i0), (_, s1, i1) in pairwise(items):
+                if s1 < s0:
+                    sink.add(
+                        "collective-seq-order",
+                        f"{_row(ev[i1])} in group {group!r} has Seq {s1}, below Seq {s0} of {_row(ev[i0])}, which "
+                        f"started before it on the same stream ({fix})",
+                        i1,
+                    )
+    return sum(len(rows) for rows in by_group.values())
+
+
+def _check_collective_counts(sink: Sink, health: dict | None, rows: int, joined: int) -> None:
+    if not isinstance(health, dict) or "collectives" not in health:
+        return  # a health report from before the join counts no collectives
+    block = health["collectives"]
+    if not isinstance(block, dict):
+        sink.add(
+            "collective-count-mismatch",
+            f'the health report\'s "collectives" is {_json_type(block)}, not an object of counts (the trace was '
+            "edited; re-profile)",
+        )
+        return
+    for key, n, what in (("rows", rows, "collective rows"), ("joined", joined, "joined collective rows")):
+        v = block.get(key)
+        if not _is_int(v):
+            sink.add(
+                "collective-count-mismatch",
+                f"the health report's collectives.{key} is {v!r}, not an integer (the trace was edited; re-profile)",
+            )
+        elif v != n:
+            sink.add(
+                "collective-count-mismatch",
+                f"the health report counts {v} {what} (collectives.{key}) but the trace holds {n}: rows were lost "
+                "or added after the session wrote them (a truncated, filtered or edited trace); export the trace "
+                "again from the profiler, or re-profile",
+            )
+
+
+# Why a row is not joined: the health report's "collectives" counters (SessionCounters.h).
+NOT_JOINED_MEANING: dict[str, str] = {
+    "no_marker": 'inside no "communication" mstx range: markers off, or a backend that writes none',
+    "bad_message": "the range's message is not torch_npu's JSON, names another communicator or lacks the peer",
+    "no_group": "a communicator of no torch.distributed process group of this process",
+}
+
+
+def _not_joined_message(unjoined: int, rows: int, health: dict | None) -> str:
+    head = (
+        f"{unjoined} of {rows} collective rows are not joined with their process group: they carry only MSPTI's "
+        "fields (Collective name, algorithm, In msg nelems, dtype, bytes, and HCCL's communicator name as "
+        "Process Group Name), no pg_config pg_name, Rank or Seq, so cluster tools cannot match them across ranks"
+    )
+    block = health.get("collectives") if isinstance(health, dict) else None
+    if isinstance(block, dict):
+        why = [
+            f"{k} {block[k]}" + (f" ({NOT_JOINED_MEANING[k]})" if k in NOT_JOINED_MEANING else "")
+            for k in ("unjoined", *NOT_JOINED_MEANING)
+            if _is_int(block.get(k)) and block[k] > 0
+        ]
+        return head + ("; the health report's collectives block counts why: " + ", ".join(why) if why else "")
+    if not isinstance(health, dict):
+        return head + "; the trace has no health report to say why"
+    return (
+        head + "; the health report counts no collectives, so the torch-mspti that wrote the trace predates the "
+        "join: profile with a current one to join them"
+    )

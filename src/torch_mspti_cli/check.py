@@ -13,6 +13,11 @@ in its ``cpu_op``; an ``ac2g`` arrow starts (``"s"``) on the launch and finishes
 ``"bp": "e"``) on each kernel; device processes are named and sort after the CPU ones. Content:
 the trace holds device activity (unless ``allow_empty``), its health report (trace-level key
 ``"torch_mspti"``) exists and does not say the session failed, and some kernel is linked.
+Collectives (kernel rows with a ``"Collective name"``): a row joined with its process group
+(``"Process Group Description"``) carries the join's fields, which agree with the trace's
+``distributedInfo`` (rank, pg_config) and with each other (In/Out msg nelems, a ``Seq`` per
+group in launch order); rows not joined are a warning; the health report's ``collectives``
+counts, when it has them, equal the trace's.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ __all__ = [
 #: Rule id -> what it requires; a violation fails the check.
 RULES: dict[str, str] = {**rules.RULES, **_content_rules.PROBLEMS}
 #: Warning id -> what it expects; reported, but the check still passes.
-WARNINGS: dict[str, str] = dict(_content_rules.WARNINGS)
+WARNINGS: dict[str, str] = {**_content_rules.WARNINGS, **rules.WARNINGS}
 
 DEFAULT_MAX_PROBLEMS = 1000
 
@@ -55,7 +60,9 @@ class CheckStats:
     """Counts over the trace. ``link_ratio`` is linked/kernels, None without kernels.
     ``link_states``: device rows by the link state torch-mspti wrote into each (``args.link``:
     verified, recovered, unverified, no_op_on_thread, clock_untrusted, ambiguous, no_record);
-    empty for a trace without them."""
+    empty for a trace without them. ``collectives``: the collective rows (``rows``), those joined
+    with their process group (``joined``) and those of them with a ``Seq`` (``with_seq``); empty
+    for a trace without collective rows, and then left out of ``to_dict``."""
 
     events: int = 0
     kernels: int = 0
@@ -67,9 +74,13 @@ class CheckStats:
     device_lanes: int = 0  # device processes (pids with kernel/copy events)
     streams: int = 0  # device (pid, tid) lanes
     link_states: dict[str, int] = field(default_factory=dict)
+    collectives: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.collectives:
+            del out["collectives"]  # a trace without collectives: the document it always was
+        return out
 
 
 @dataclass
@@ -201,6 +212,7 @@ def check_trace(
         problem=sink.add,
         warning=warnings.add,
     )
+    collectives = rules.check_collectives(ix, sink, warnings.add, rules.distributed_info(trace), health)
 
     ratio = ix.linked_kernels / ix.kernels if ix.kernels else None
     if min_link_ratio is not None:
@@ -226,5 +238,6 @@ def check_trace(
         device_lanes=len(ix.device_pids),
         streams=len(ix.device_slices),
         link_states=dict(ix.link_states),
+        collectives=collectives,
     )
     return CheckReport(sink.kept, stats, dict(sink.counts), health, warnings.kept)

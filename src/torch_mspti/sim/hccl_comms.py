@@ -24,7 +24,10 @@ _comms: dict[str, Communicator] = {}
 
 
 class Communicator:
-    """One HCCL communicator: a process group's gloo transport, its name and collective counter."""
+    """One HCCL communicator: a process group's gloo transport, its name and two counters: ``seq``, the
+    c10d calls the group has issued (one per collective, coalesced call or point-to-point call, as
+    ProcessGroupHCCL's ``seq_``, docs/torch_npu.md 6), and the HCCL calls it has made (each record's
+    index in its name)."""
 
     def __init__(self, group_name: str, rank: int, size: int, gloo, comm_name: str, ranks: Sequence[int]):
         self.group_name = group_name
@@ -34,7 +37,14 @@ class Communicator:
         self.comm_name = comm_name
         self.ranks = list(ranks)
         self._next = 0
+        self.seq = 0
         self._lock = threading.Lock()
+
+    def note_call(self) -> int:
+        """Count one c10d call on the group (before its HCCL calls); returns its number (from 1)."""
+        with self._lock:
+            self.seq += 1
+            return self.seq
 
     def next_index(self) -> int:
         with self._lock:

@@ -162,6 +162,7 @@ def _run(comm, coll: Collective, parts, value: list[torch.Tensor], after=None, p
     """For each (tensor, count, start) part: launch its device record inside the collective's host range,
     then start its gloo transfer. One Work covers all parts; ``after()`` runs once they are done. ``peer``:
     the other rank of a send or receive."""
+    comm.note_call()  # one c10d call, however many HCCL calls it makes (ProcessGroupHCCL's seq_)
     works = []
     for t, count, start in parts:
         with _host_range(coll):
