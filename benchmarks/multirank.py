@@ -15,6 +15,11 @@ step profiled on every rank, then what the traces cost and what HTA makes of the
    training step, ``ProfilerStep#2`` = one FSDP training step. So ``DIR/traces`` holds one trace per
    rank, each with torch's ``distributedInfo``, as the demo writes them. Each rank also writes
    ``DIR/result_rank<r>.json`` (its trace, or the traceback that stopped it).
+   The simulated link's latency is ``--collective-latency-us`` (default 5 ms, not the simulator's
+   8 µs): HTA's straggler metric only counts collectives that last at least 1 % of the mean
+   iteration, and an iteration here lasts ~100 ms of host time (8 processes on 2 cores), while a
+   simulated collective's device time holds only its transfer, never the wait for the slowest rank
+   that a real HCCL collective's time includes.
 2. Per rank: trace size in bytes, collective rows (device rows whose args have ``"Collective name"``)
    and trace bytes per collective row.
 3. HTA (``torch_mspti.hta.trace_analysis``, needs ``pip install 'torch-mspti[hta]'``): the wall time of
@@ -71,7 +76,7 @@ def _train_step(model, opt, batch) -> None:
         opt.step()
 
 
-def worker(out: Path, size: int, batch: int) -> None:
+def worker(out: Path, size: int, batch: int, latency_us: float) -> None:
     import datetime
     import traceback
 
@@ -86,8 +91,9 @@ def worker(out: Path, size: int, batch: int) -> None:
     from torch.nn.parallel import DistributedDataParallel
     from torch.profiler import profile, record_function, schedule, tensorboard_trace_handler
 
-    from torch_mspti.sim import workloads
+    from torch_mspti.sim import hccl, workloads
 
+    hccl.set_link_model(latency_us=latency_us)
     torch.npu.set_device(local)
     device = f"npu:{local}"
     # a rank that fails alone must not hang the others for torch's default 30 minutes
@@ -131,13 +137,16 @@ def log(msg: str) -> None:
     print(f"[multirank] {msg}", file=sys.stderr, flush=True)
 
 
-def run_ranks(out: Path, ranks: int, size: int, batch: int, timeout: float) -> tuple[list[dict], float]:
+def run_ranks(
+    out: Path, ranks: int, size: int, batch: int, latency_us: float, timeout: float
+) -> tuple[list[dict], float]:
     """torchrun of the workers; returns (their results, wall seconds). Raises RuntimeError when a rank
     wrote no result or an error."""
     for old in [*out.glob("result_rank*.json"), *(out / TRACE_SUBDIR).glob("*.json")]:
         old.unlink()  # one trace per rank in the directory: HTA reads all of it
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
     cmd += [str(Path(__file__).resolve()), "--worker", "--out", str(out), "--size", str(size), "--batch", str(batch)]
+    cmd += ["--collective-latency-us", str(latency_us)]
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="1", OMP_NUM_THREADS="1")
     env.pop("PYTEST_XDIST_WORKER", None)
     log("run: " + " ".join(cmd))
@@ -194,9 +203,12 @@ def trace_figures(results: list[dict]) -> list[dict]:
 
 def hta_figures(trace_dir: Path, ranks: int) -> dict[str, Any]:
     """Wall time of HTA on all traces: load, then comm/comp overlap and straggler analysis."""
+    import logging
     import warnings
 
     from torch_mspti.hta import trace_analysis
+
+    logging.getLogger("hta").setLevel(logging.ERROR)  # HTA logs every file it parses on stdout
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # HTA 0.5's pandas idioms under pandas 2.3
@@ -265,13 +277,20 @@ def main() -> int:
     ap.add_argument("--json", help="write the report here")
     ap.add_argument("--size", type=int, default=16, help="MLP width (Linear(size, 4*size), Linear(4*size, size))")
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument(
+        "--collective-latency-us",
+        type=float,
+        default=5000.0,
+        help="latency of the simulated link (torch_mspti.sim.hccl.set_link_model): every collective lasts at "
+        "least this long on the device, so that HTA's straggler metric counts it (see the module docstring)",
+    )
     ap.add_argument("--timeout", type=float, default=600, help="seconds for the torchrun run")
     ap.add_argument("--no-hta", action="store_true", help="skip the HTA analysis")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # one rank, under torchrun
     a = ap.parse_args()
     out = Path(a.out).resolve()
     if a.worker:
-        worker(out, a.size, a.batch)
+        worker(out, a.size, a.batch, a.collective_latency_us)
         return 0
     if not 2 <= a.ranks <= MAX_RANKS or a.size < 1 or a.batch < 1:
         ap.error(f"--ranks must be in [2, {MAX_RANKS}], --size and --batch >= 1")
@@ -282,7 +301,7 @@ def main() -> int:
     at_start = machine()  # the load average before the run
     t_start = time.perf_counter()
     try:
-        results, run_s = run_ranks(out, a.ranks, a.size, a.batch, a.timeout)
+        results, run_s = run_ranks(out, a.ranks, a.size, a.batch, a.collective_latency_us, a.timeout)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         log(f"FAILED: {exc}")
         return 1
@@ -293,7 +312,12 @@ def main() -> int:
         "benchmark": "multirank",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "ranks": a.ranks,
-        "params": {"size": a.size, "batch": a.batch, "plan": [list(p) for p in PLAN]},
+        "params": {
+            "size": a.size,
+            "batch": a.batch,
+            "collective_latency_us": a.collective_latency_us,
+            "plan": [list(p) for p in PLAN],
+        },
         "trace_dir": str(out / TRACE_SUBDIR),
         "run_s": run_s,
         "traces": traces,

@@ -10,7 +10,9 @@ What each rank does:
    gloo group: the results must be equal (``collectives``: name -> "ok" or the mismatch);
 2. DDP and FSDP (FSDP1, ``use_orig_params=True``) training steps of a 2-layer model against a CPU model
    trained on all ranks' batches (``ddp_max_diff``, ``fsdp_max_diff``);
-3. the ``ddp`` demo workload, profiled: one trace per rank in ``DIR/tb`` (``trace``, ``trace_dir``).
+3. the ``ddp`` demo workload, profiled: one trace per rank in ``DIR/tb`` (``trace``, ``trace_dir``);
+4. on the simulator, one profiled window with a collective of each kind on two groups (``kinds_trace``)
+   and what each of its collective rows must carry (``kinds_expect``).
 """
 
 from __future__ import annotations
@@ -365,6 +367,65 @@ def _fsdp_state(m):
             return {k: v.cpu() for k, v in m.state_dict().items()}
 
 
+def _profile_every_kind(rank: int, world: int, out: str) -> tuple[str, list[dict]]:
+    """One profiled window with a collective of each kind on the world group and one on a second group
+    (``group_desc="pair"``): the trace, and what each collective row must say, in issue order (the
+    collective's name, its group's pg_name, In and Out msg nelems per torch_npu.md 6, the p2p peer)."""
+    import torch.distributed as dist
+    from torch.profiler import ProfilerActivity, profile
+
+    c10d = dist.distributed_c10d
+    dev = torch.device("npu", torch.npu.current_device())
+    pair = dist.new_group(ranks=list(range(world)), group_desc="pair")
+    world_pg = c10d._get_process_group_name(c10d._get_default_group())
+    pair_pg = c10d._get_process_group_name(pair)
+    n = 6
+    x = torch.ones(n * world, device=dev)
+    gathered = torch.empty(n * world * world, device=dev)
+    scattered = torch.empty(n, device=dev)
+    swapped = torch.empty(n * world, device=dev)
+    splits = [n + i for i in range(world)]  # uneven: all-to-all-v
+    uneven = torch.ones(sum(splits), device=dev)
+    uneven_out = torch.empty(world * splits[rank], device=dev)
+    peer = 1 - rank if world == 2 else None
+    p2p = torch.ones(5, device=dev)
+    expect: list[dict] = []
+
+    def want(collective, pg, nin, nout, **extra):
+        expect.append({"collective": collective, "pg": pg, "in": nin, "out": nout, **extra})
+
+    torch.npu.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        dist.all_reduce(x)
+        want("allreduce", world_pg, n * world, n * world)
+        dist.all_gather_into_tensor(gathered, x)
+        want("allgather", world_pg, n * world, n * world * world)
+        dist.reduce_scatter_tensor(scattered, x)
+        want("reduce_scatter", world_pg, n * world, n)
+        dist.all_to_all_single(swapped, x)
+        want("all_to_all", world_pg, n * world, n * world)
+        dist.all_to_all_single(uneven_out, uneven, [splits[rank]] * world, splits)
+        want("all_to_allv", world_pg, sum(splits), None)
+        dist.broadcast(x, src=0)
+        want("broadcast", world_pg, n * world, n * world)
+        if peer is not None:  # rank 0 sends first, rank 1 receives first
+            for step in (0, 1):
+                if (rank == 0) == (step == 0):
+                    dist.send(p2p, dst=peer)
+                    want("send", world_pg, 5, 5, src=rank, dst=peer)
+                else:
+                    dist.recv(p2p, src=peer)
+                    want("recv", world_pg, 5, 5, src=peer, dst=rank)
+        dist.barrier()
+        want("allreduce", world_pg, 1, 1)
+        dist.all_reduce(x, group=pair)
+        want("allreduce", pair_pg, n * world, n * world)
+        torch.npu.synchronize()
+    trace = os.path.join(out, f"kinds_rank{rank}.json")
+    prof.export_chrome_trace(trace)
+    return trace, expect
+
+
 def main(rank: int, world: int, out: str, device_kind: str, launch_mode: str, init_method: str | None) -> None:
     _setup(device_kind, launch_mode, world)
     import torch.distributed as dist
@@ -394,6 +455,7 @@ def main(rank: int, world: int, out: str, device_kind: str, launch_mode: str, in
             result["comm_name"] = hccl.communicator_name()
             result["comm_names"] = sorted(c.comm_name for c in hccl.communicators().values())
             result["records"] = _communication_records(rank, world)
+            result["kinds_trace"], result["kinds_expect"] = _profile_every_kind(rank, world, out)
     except Exception:
         result["error"] = traceback.format_exc()
     finally:

@@ -1,4 +1,4 @@
-"""Synthetic per-rank NPU traces in the format torch-mspti emits (/work/tools/trace-format.md), for
+"""Synthetic per-rank NPU traces in the format torch-mspti emits (README.md, "Trace format"; docs/multi-rank.md), for
 the HTA adapter tests until the plugin writes collective rows itself.
 
 Each rank's trace has ``steps`` profiler steps of ``STEP_US`` µs. In every step the host thread runs

@@ -364,3 +364,62 @@ def test_hta_on_simulated_ddp_traces(tmp_path):
         df = launches[rank]
         assert not df.empty and (df["launch_delay"] >= 0).all()
         assert set(df["correlation"]) <= launch_corr & device
+
+
+# ------------------------------------------------------------------------------ straggler analysis
+
+LATE_RANK = 2
+STRAGGLER_OVERLAPS = (0.5, 0.5, 0.0, 0.5)  # rank 2's all-reduce starts 100 µs later than the others'
+
+
+@pytest.fixture(scope="module")
+def straggler_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("hta_straggler")
+    syn.write_traces(d, STRAGGLER_OVERLAPS, STEPS)
+    return d
+
+
+def _comm_start(rank: int, step: int) -> int:
+    """Start of ``rank``'s all-reduce in ``step`` (µs from rank 0's first step; ranks start 7 µs apart)."""
+    return rank * 7 + step * syn.STEP_US + syn.comm_row(STRAGGLER_OVERLAPS[rank], step).start
+
+
+def test_straggler_analysis_names_the_ranks_whose_collective_starts_last(straggler_dir):
+    """HTA's late-start metric, on communication rows named as MSPTI names them: with one candidate
+    it names the rank whose all-reduce starts last, with two the two latest. Plain HTA looks for
+    ``ncclKernel`` rows only, finds none and fails."""
+    _require_hta()
+    from hta.trace_analysis import TraceAnalysis
+
+    from torch_mspti.hta import trace_analysis
+
+    ranks = range(len(STRAGGLER_OVERLAPS))
+    for step in range(ANALYSED):  # the premise: the same order in every analysed step
+        latest = sorted(ranks, key=lambda r: _comm_start(r, step), reverse=True)
+        assert latest[:2] == [LATE_RANK, 3], latest
+    adapted = trace_analysis(straggler_dir)
+    assert adapted.get_profiler_steps() == list(range(1, ANALYSED + 1))
+    assert adapted.get_potential_stragglers(num_candidates=1, visualize=False) == [LATE_RANK]
+    assert set(adapted.get_potential_stragglers(num_candidates=2, visualize=False)) == {LATE_RANK, 3}
+    assert not [n for n in adapted.t.symbol_table.get_sym_table() if n.startswith("nccl")], "aliases leaked"
+    with pytest.raises(ValueError, match="argmax of an empty sequence"):
+        TraceAnalysis(trace_dir=str(straggler_dir)).get_potential_stragglers(visualize=False)
+
+
+def test_straggler_analysis_without_a_significant_collective_says_why(straggler_dir, tmp_path):
+    """HTA counts a collective only when it lasts 1% of the mean iteration or more: with every
+    all-reduce shortened to 1 µs (of 1000 µs steps) none is left, and the adapter names that threshold
+    instead of HTA's bare argmax error."""
+    _require_hta()
+    from torch_mspti.hta import trace_analysis
+
+    for path in straggler_dir.glob("*.json"):
+        trace = json.loads(path.read_text())
+        for e in trace["traceEvents"]:
+            if "Collective name" in e.get("args", {}):
+                e["dur"] = 1
+        (tmp_path / path.name).write_text(json.dumps(trace))
+    adapted = trace_analysis(tmp_path)
+    assert adapted.npu.communication_names  # recognised, but too short
+    with pytest.raises(ValueError, match=r"no communication row .* lasts 1% of the mean iteration"):
+        adapted.get_potential_stragglers(visualize=False)

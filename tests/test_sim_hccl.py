@@ -8,9 +8,11 @@ Multi-process runs (each a module fixture, every run one process per rank on thi
 * ``demo``: ``torch-mspti demo --workload ddp --ranks 2``.
 
 hccl_check.py compares every collective with gloo on CPU, trains DDP and FSDP against a CPU model and
-profiles the ``ddp`` workload (one trace per rank). The communication-row tests assert the trace format
-of /work/tools/trace-format.md ("Collectives"): rows named as MSPTI names them on the device's
-communication stream, linked to their ops, with the collective's metadata under kineto's NCCL keys.
+profiles the ``ddp`` workload (one trace per rank) and a window with a collective of each kind. The
+communication-row tests assert the trace format the README describes ("Collectives") and
+docs/kineto.md 8: rows named as MSPTI names them on the device's communication stream, linked to their
+ops, joined with their ``"communication"`` mstx range and their process group, with the collective's
+metadata under kineto's NCCL keys, and the same Seq for the same collective on every rank.
 The hardware test at the end runs the same check on real devices with torch_npu's hccl
 (docs/multi-rank.md, "On Ascend hardware").
 """
@@ -265,22 +267,110 @@ def test_collectives_are_rows_on_the_devices_communication_stream(run, request):
     assert names[0] == names[1]  # every rank numbers the same collectives alike, as HCCL does
 
 
+def _trace(path: str) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def _health(data: dict) -> dict:
+    report = data["torch_mspti"]
+    return json.loads(report) if isinstance(report, str) else report
+
+
 @pytest.mark.parametrize("run", RUNS)
 def test_communication_rows_carry_the_collective_metadata(run, request):
+    """The DDP workload's rows (world group): MSPTI's facts and, joined with the group, kineto's NCCL fields
+    with the values of the trace's own distributedInfo.pg_config."""
     for r in request.getfixturevalue(run):
-        rows = _comm_rows(_events(r["trace"]))
+        data = _trace(r["trace"])
+        world = next(g for g in data["distributedInfo"]["pg_config"] if g["pg_desc"] == "default_pg")
+        rows = _comm_rows(data["traceEvents"])
         allreduces = [row for row in rows if row["name"].startswith("hcom_allReduce_")]
         assert allreduces, f"rank {r['rank']}: no all-reduce rows"
         for row in rows:
             a = row.get("args", {})
             assert (a.get("device"), a.get("stream")) == (r["device"], r["comm_stream"]), a
-            assert a.get("algorithm") == hccl_model.ALG_TYPE and a.get("Process Group Name") == r["comm_name"], a
-            # MSPTI's record has one element count: "In msg nelems"; "Out msg nelems" would be a guess.
-            assert isinstance(a.get("correlation"), int) and "Out msg nelems" not in a, a
+            assert (a.get("algorithm"), a.get("type"), a.get("comm name")) == (
+                hccl_model.ALG_TYPE, "COMMUNICATION", r["comm_name"],
+            ), a  # fmt: skip
+            assert (a.get("Process Group Name"), a.get("Process Group Description")) == ("0", "default_pg"), a
+            assert (a.get("Process Group Ranks"), a.get("Group size")) == (str(world["ranks"]), RANKS), a
+            assert a.get("Rank") == r["rank"] and isinstance(a.get("Seq"), int) and a["Seq"] > 0, a
+            assert isinstance(a.get("correlation"), int), a
         for row in allreduces:  # DDP's one bucket holds every gradient of the model
             a = row["args"]
             assert (a.get("Collective name"), a.get("dtype")) == ("allreduce", "Float"), a
-            assert a.get("In msg nelems") == r["model_numel"] and a.get("bytes") == 4 * r["model_numel"], a
+            assert a.get("In msg nelems") == a.get("Out msg nelems") == r["model_numel"], a
+            assert a.get("bytes") == 4 * r["model_numel"], a
+        assert _health(data)["collectives"]["joined"] == len(rows) > 0, _health(data)["collectives"]
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_every_kind_of_collective_row_is_joined_with_its_group_and_counts(run, request):
+    """Each row of the every-kind window (hccl_check._profile_every_kind) in issue order: its collective,
+    the pg_name of the group it ran on (world or "pair"), In/Out msg nelems from HCCL's count
+    (torch_npu.md 6: all-gather's out and reduce-scatter's in are count x ranks, all-to-all's per-peer
+    count x ranks both ways, all-to-all-v has no Out), Src/Dst Rank on point-to-point only, and Seq
+    numbering each group's calls one after another."""
+    for r in request.getfixturevalue(run):
+        data = _trace(r["kinds_trace"])
+        groups = {g["pg_name"]: g for g in data["distributedInfo"]["pg_config"]}
+        rows = _comm_rows(data["traceEvents"])
+        expect = r["kinds_expect"]
+        assert len(rows) == len(expect), ([row["name"] for row in rows], expect)
+        last_seq: dict[str, int] = {}
+        for row, want in zip(rows, expect, strict=True):
+            a = row["args"]
+            got = (
+                a.get("Collective name"),
+                a.get("Process Group Name"),
+                a.get("In msg nelems"),
+                a.get("Out msg nelems"),
+            )
+            assert got == (want["collective"], want["pg"], want["in"], want["out"]), (row["name"], a, want)
+            g = groups[want["pg"]]
+            assert a["Process Group Description"] == g["pg_desc"] and a["Process Group Ranks"] == str(g["ranks"]), a
+            assert a["Group size"] == g["pg_size"] and a["Rank"] == g["ranks"].index(r["rank"]), a
+            assert (a.get("Src Rank"), a.get("Dst Rank")) == (want.get("src"), want.get("dst")), (a, want)
+            if want["pg"] in last_seq:
+                assert a["Seq"] == last_seq[want["pg"]] + 1, (a, last_seq)
+            last_seq[want["pg"]] = a["Seq"]
+        assert groups[expect[-1]["pg"]]["pg_desc"] == "pair"
+        counts = _health(data)["collectives"]
+        assert (counts["rows"], counts["joined"], counts["unjoined"], counts["no_seq"]) == (len(rows), len(rows), 0, 0)
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_each_collective_has_the_same_seq_and_group_on_every_rank(run, request):
+    """Rank against rank: per process group, the rows ordered by Seq give the same (Seq, collective, dtype,
+    group ranks, Src/Dst Rank) on both ranks, in both profiled windows (a send matches its peer's receive),
+    and each row's group is a pg_config entry of the trace."""
+    results = request.getfixturevalue(run)
+    for key in ("trace", "kinds_trace"):
+        per_rank = []
+        for r in results:
+            data = _trace(r[key])
+            names = {g["pg_name"] for g in data["distributedInfo"]["pg_config"]}
+            by_group: dict[str, list[tuple]] = {}
+            for row in _comm_rows(data["traceEvents"]):
+                a = row["args"]
+                assert a["Process Group Name"] in names, (a, names)
+                # A send on one rank is the receive with the same Seq, Src and Dst on its peer.
+                kind = "send/recv" if a["Collective name"] in ("send", "recv") else a["Collective name"]
+                facts = (a["Seq"], kind, a["dtype"], a["Process Group Ranks"], a.get("Src Rank"), a.get("Dst Rank"))
+                by_group.setdefault(a["Process Group Name"], []).append(facts)
+            per_rank.append({g: sorted(v) for g, v in by_group.items()})
+        assert per_rank[0] and all(p == per_rank[0] for p in per_rank[1:]), (key, per_rank)
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_check_accepts_each_ranks_collective_metadata(run, request):
+    for r in request.getfixturevalue(run):
+        for key in ("trace", "kinds_trace"):
+            proc = subprocess.run(
+                [sys.executable, "-m", "torch_mspti_cli", "check", r[key]], capture_output=True, text=True, timeout=300
+            )
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            assert re.search(r"collectives\s+(\d+) rows \(joined \1, with Seq \1\)", proc.stdout), proc.stdout
 
 
 def _trace_message(name: str) -> dict[str, str]:
@@ -321,7 +411,7 @@ def test_each_collective_is_inside_a_communication_mstx_range_like_process_group
             assert h["name"] == d["name"] and h["ts"] <= d["ts"], (h, d)
             kind = re.fullmatch(r"hcom_(\w+?)__\d+_\d+_1", row["name"])[1]
             assert _trace_message(d["name"]) == {
-                "opName": mstx_ops[kind], "groupName": a["Process Group Name"], "dataType": names[a["dtype"]],
+                "opName": mstx_ops[kind], "groupName": a["comm name"], "dataType": names[a["dtype"]],
                 "count": str(a["In msg nelems"]), "streamId": str(r["comm_stream"]),
             }, (d["name"], a)  # fmt: skip
 

@@ -10,7 +10,7 @@
 namespace torch_mspti {
 namespace {
 
-// kineto's NCCL field names (kineto.md 7).
+// kineto's NCCL field names (kineto.md 8).
 const std::string kInNelems = "In msg nelems";
 const std::string kOutNelems = "Out msg nelems";
 const std::string kGroupSize = "Group size";

@@ -9,12 +9,12 @@
 //  1. a "communication" range contains its launch: the device range on the row's own device and
 //     stream that contains the row's start (innermost first), else the host range on the launch
 //     call's thread that contains the call's start (MARKER records carry no correlation id, so
-//     correlation cannot take part, mspti.md 5.9);
+//     correlation cannot take part, mspti.md 3.4);
 //  2. the range's message parses (its quotes may be backslash-escaped, as torch_npu writes them),
 //     names the row's communicator (groupName == commName) and, for a send or a receive, its peer;
 //  3. torch.distributed knows the communicator (Communicators.h): its process group's name,
 //     description and ranks, and this process's rank in it.
-// A joined row carries kineto's NCCL names (kineto.md 7): Process Group Name/Description/Ranks,
+// A joined row carries kineto's NCCL names (kineto.md 8): Process Group Name/Description/Ranks,
 // Group size, Rank, In and Out msg nelems worked out from HCCL's count (torch_npu.md 6), Src and
 // Dst Rank for point-to-point, and Seq. Seq numbers a group's collectives as its backend does
 // (ProcessGroupHCCL's seq_, the same on every rank): the group's rows in the window, in order of

@@ -64,6 +64,7 @@ EXTRA = "hta"
 LAUNCH_CATEGORY = "privateuse1_runtime"  # kineto's category for PrivateUse1 runtime API events
 MEMORY_CATEGORIES = ("gpu_memcpy", "gpu_memset")
 COLLECTIVE_COLUMN = "collective_name"  # HTA's column for the "Collective name" arg
+STRAGGLER_ALIAS_PREFIX = "ncclKernel (NPU) "  # what HTA's straggler metric looks for, then the NPU name
 
 _lock = threading.RLock()
 
@@ -149,6 +150,26 @@ class _LaunchNameView:
         return self._trace.get_trace(rank)
 
 
+class _CommunicationSymbols:
+    """Read-only view of an HTA symbol table for HTA's default straggler metric, which takes as
+    communication kernels the names that start with ``ncclKernel``: after HTA's own names (ids
+    unchanged, so every row still decodes to its own name) it lists one alias per communication
+    name, ``ncclKernel (NPU) <name>``, mapped to that name's id. Nothing else is answered here."""
+
+    def __init__(self, table: Any, names: frozenset[str]) -> None:
+        self._table = table
+        ids = table.get_sym_id_map()
+        aliases = {f"{STRAGGLER_ALIAS_PREFIX}{n}": ids[n] for n in sorted(names) if n in ids}
+        self._sym_table = [*table.get_sym_table(), *aliases]
+        self._ids = {**ids, **aliases}
+
+    def get_sym_table(self) -> list[str]:
+        return self._sym_table
+
+    def get_sym_id_map(self) -> dict[str, int]:
+        return self._ids
+
+
 def _discover(trace: Any) -> tuple[dict[str, int], set[str], set[str]]:
     """(launch name -> id, memory launch names, communication names) over all ranks of ``trace``."""
     sym_index, sym_table = trace.symbol_table.get_sym_id_map(), trace.symbol_table.get_sym_table()
@@ -185,6 +206,8 @@ def _classes() -> tuple[type, type]:
     _import_hta()
     import pandas as pd
     from hta.analyzers.cuda_kernel_analysis import CudaKernelAnalysis
+    from hta.analyzers.straggler import find_stragglers_with_late_start_comm_kernels
+    from hta.analyzers.straggler_analysis import StragglerAnalysis
     from hta.common.trace import Trace
     from hta.common.trace_symbol_table import TraceSymbolTable
     from hta.configs.parser_config import ParserConfig
@@ -228,6 +251,32 @@ def _classes() -> tuple[type, type]:
             """Context manager: HTA's classification recognises this analysis's communication
             rows inside it (for calling HTA analyzers on ``self.t`` directly). Re-entrant."""
             return _communication_names(self._communication)
+
+        def get_potential_stragglers(
+            self,
+            profiler_steps=None,
+            num_candidates=2,
+            visualize=False,
+            straggler_identification_impl=find_stragglers_with_late_start_comm_kernels,
+        ):
+            impl = straggler_identification_impl
+            if impl is find_stragglers_with_late_start_comm_kernels:  # HTA's metric: "ncclKernel" names
+                communication = self._communication
+
+                def impl(df, symbol_table, n_stragglers, visualize):
+                    symbols = _CommunicationSymbols(symbol_table, communication)
+                    try:
+                        return find_stragglers_with_late_start_comm_kernels(df, symbols, n_stragglers, visualize)
+                    except ValueError as exc:  # HTA's idxmax over no candidate: say why
+                        if "empty sequence" not in str(exc):
+                            raise
+                        raise ValueError(
+                            "get_potential_stragglers: no communication row of the selected profiler steps "
+                            f"lasts 1% of the mean iteration or more (HTA {HTA_VERSION}'s threshold for a "
+                            f"significant collective; {len(communication)} communication names recognised)"
+                        ) from exc
+
+            return StragglerAnalysis.get_potential_stragglers(self.t, profiler_steps, num_candidates, visualize, impl)
 
         def get_cuda_kernel_launch_stats(
             self, ranks=None, runtime_cutoff=50, launch_delay_cutoff=100, include_memory_events=True, visualize=True

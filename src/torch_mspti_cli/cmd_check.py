@@ -54,6 +54,17 @@ def run(args: argparse.Namespace) -> int:
             ("launches", s.launches),
             ("arrows", f"{s.flows} starts, {s.flow_finishes} finishes"),
             ("device lanes", f"{plural(s.device_lanes, 'device')}, {plural(s.streams, 'stream')}"),
+            *(
+                [
+                    (
+                        "collectives",
+                        f"{s.collectives['rows']} rows (joined {s.collectives['joined']}, "
+                        f"with Seq {s.collectives['with_seq']})",
+                    )
+                ]
+                if s.collectives
+                else []
+            ),
             ("health report", "present" if report.health is not None else "absent"),
         ]
     )
