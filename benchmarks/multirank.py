@@ -24,8 +24,10 @@ step profiled on every rank, then what the traces cost and what HTA makes of the
    and trace bytes per collective row.
 3. HTA (``torch_mspti.hta.trace_analysis``, needs ``pip install 'torch-mspti[hta]'``): the wall time of
    loading all N traces (``include_last_profiler_step=True``: HTA would otherwise drop the last step,
-   the FSDP one), ``get_comm_comp_overlap`` and ``get_potential_stragglers``; total and per rank
-   (total / N), and the analyses' results (overlap per rank, the ranks named as stragglers).
+   the FSDP one), ``get_comm_comp_overlap``, ``get_potential_stragglers`` and each rank's
+   ``critical_path_analysis`` (whole trace); total and per rank (total / N), and the analyses'
+   results (overlap per rank, the ranks named as stragglers, the collectives' share of each rank's
+   critical path).
 
 Prints a table (rich) and, with ``--json``, writes the figures, the machine and the versions.
 Exit 1 when a rank failed, a trace is missing or has no collective row, or HTA failed.
@@ -46,6 +48,7 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 MAX_RANKS = 16  # devices the simulated NPU gives one process (torch_mspti.sim.multirank.MAX_RANKS)
 TRACE_SUBDIR = "traces"
+COMM_BOUND = "gpu_communication_bound"  # HTA's critical-path class of collectives
 # warm-up (not recorded), ProfilerStep#1, ProfilerStep#2
 PLAN = (("ddp", "fsdp"), ("ddp",), ("fsdp",))
 
@@ -219,16 +222,24 @@ def hta_figures(trace_dir: Path, ranks: int) -> dict[str, Any]:
         t2 = time.perf_counter()
         stragglers = analysis.get_potential_stragglers(visualize=False)
         t3 = time.perf_counter()
+        critical = {}
+        for rank in range(ranks):  # the whole trace (annotation ""): both profiled steps
+            graph, ok = analysis.critical_path_analysis(rank=rank, annotation="", instance_id=None)
+            shares = graph.get_critical_path_breakdown().groupby("bound_by")["duration"].sum() if ok else None
+            critical[rank] = None if shares is None else float(100 * shares.get(COMM_BOUND, 0) / shares.sum())
+        t4 = time.perf_counter()
     pctg = {int(r): float(v) for r, v in zip(overlap["rank"], overlap["comp_comm_overlap_pctg"], strict=True)}
     return {
         "ranks_loaded": sorted(int(r) for r in analysis.t.get_all_traces()),
         "load_s": t1 - t0,
         "overlap_s": t2 - t1,
         "stragglers_s": t3 - t2,
-        "total_s": t3 - t0,
-        "per_rank_s": (t3 - t0) / ranks,
+        "critical_path_s": t4 - t3,
+        "total_s": t4 - t0,
+        "per_rank_s": (t4 - t0) / ranks,
         "comp_comm_overlap_pctg": pctg,
         "potential_stragglers": [int(r) for r in stragglers],
+        "critical_path_communication_pctg": critical,
         "communication_names": len(analysis.npu.communication_names),
         "profiler_steps": [int(s) for s in analysis.get_profiler_steps()],
     }
@@ -241,12 +252,15 @@ def print_table(report: dict[str, Any]) -> None:
 
     hta = report.get("hta") or {}
     overlap = hta.get("comp_comm_overlap_pctg", {})
+    critical = hta.get("critical_path_communication_pctg", {})
     t = Table(title=escape(f"{report['ranks']} ranks, one DDP + one FSDP step each (simulated NPU)"))
-    for col in ("rank", "trace bytes", "collective rows", "bytes / collective", "kernel rows", "comm/comp overlap %"):
+    columns = ("rank", "trace bytes", "collective rows", "bytes / collective", "kernel rows", "comm/comp overlap %")
+    for col in (*columns, "critical path: comm %"):
         t.add_column(col, justify="right")
     for r in report["traces"]:
         per = r["bytes_per_collective"]
         ov = overlap.get(r["rank"], overlap.get(str(r["rank"])))
+        cp = critical.get(r["rank"], critical.get(str(r["rank"])))
         t.add_row(
             str(r["rank"]),
             f"{r['trace_bytes']:,}",
@@ -254,16 +268,18 @@ def print_table(report: dict[str, Any]) -> None:
             f"{per:,.0f}" if per else "-",
             str(r["kernel_rows"]),
             "-" if ov is None else f"{ov:.2f}",
+            "-" if cp is None else f"{cp:.2f}",
         )
     tot = report["totals"]
-    t.add_row("all", f"{tot['trace_bytes']:,}", str(tot["collective_rows"]), f"{tot['bytes_per_collective']:,.0f}", "", "")
+    t.add_row("all", f"{tot['trace_bytes']:,}", str(tot["collective_rows"]), f"{tot['bytes_per_collective']:,.0f}", "", "", "")
     console = Console(width=160)
     console.print(t)
     console.print(f"torchrun ({report['ranks']} ranks, start to exit): {report['run_s']:.1f} s")
     if hta:
         console.print(
             f"HTA, all {report['ranks']} traces: {hta['total_s']:.2f} s (load {hta['load_s']:.2f} s, overlap "
-            f"{hta['overlap_s']:.2f} s, stragglers {hta['stragglers_s']:.2f} s) = {hta['per_rank_s']:.2f} s per rank; "
+            f"{hta['overlap_s']:.2f} s, stragglers {hta['stragglers_s']:.2f} s, critical paths "
+            f"{hta['critical_path_s']:.2f} s) = {hta['per_rank_s']:.2f} s per rank; "
             f"potential stragglers: ranks {hta['potential_stragglers']}"
         )
     elif report.get("hta_error"):

@@ -222,3 +222,32 @@ def test_hta_straggler_analysis_names_ranks(analysis, run):
     plain = TraceAnalysis(trace_dir=str(run["trace_dir"]), include_last_profiler_step=True)
     with pytest.raises(ValueError):
         plain.get_potential_stragglers(visualize=False)
+
+
+def test_hta_critical_path_of_every_rank_counts_its_collectives_as_communication(analysis, run):
+    """Each rank's critical path over the whole trace (the NPU launches are runtime events of the graph);
+    an edge of a collective row on it is "gpu_communication_bound", as HTA classifies NCCL kernels, also
+    when the graph is summarised after the analysis returned (the collectives here last 5 ms: the last
+    ones end after the host's work)."""
+    import logging
+
+    from hta.trace_analysis import TraceAnalysis
+
+    logging.getLogger("hta").setLevel(logging.ERROR)  # the missing CUDA sync events, as warnings
+    names = set(analysis.npu.communication_names)
+    on_path = 0
+    for rank in range(RANKS):
+        graph, ok = analysis.critical_path_analysis(rank=rank, annotation="", instance_id=None)
+        assert ok, rank
+        edges = graph.get_critical_path_breakdown()
+        assert (edges["type"] == "critical_path_kernel_launch_delay").any(), (rank, edges)
+        collective = edges[edges["s_name"].isin(names)]
+        assert set(collective["bound_by"]) <= {"gpu_communication_bound"}, (rank, collective)
+        on_path += len(collective)
+        share = run["report"]["hta"]["critical_path_communication_pctg"][str(rank)]
+        assert share is not None and 0 <= share <= 100, (rank, share)
+    assert on_path, "no collective on any rank's critical path"
+    plain = TraceAnalysis(trace_dir=str(run["trace_dir"]), include_last_profiler_step=True)
+    # HTA 0.5 fails in its own ways there (no queue-length series, a kernel without its runtime node)
+    with pytest.raises(Exception):  # noqa: B017
+        plain.critical_path_analysis(rank=0, annotation="", instance_id=None)

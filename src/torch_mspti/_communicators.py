@@ -32,8 +32,9 @@ Entry = tuple[str, str, str, list[int], int, int]
 
 
 def _npu_backend(pg: Any) -> Any:
-    try:
-        return pg._get_backend(torch.device("npu"))
+    try:  # the PrivateUse1 device by its registered name ("npu" once torch_npu or the simulator is loaded)
+        device = torch.device(torch._C._get_privateuse1_backend_name())
+        return pg._get_backend(device)
     except Exception:
         return None
 

@@ -214,7 +214,8 @@ def _classes() -> tuple[type, type]:
     from hta.trace_analysis import TraceAnalysis
 
     class NpuTraceSymbolTable(TraceSymbolTable):
-        """HTA's symbol table, plus the NPU launch names in its two launch-name queries."""
+        """HTA's symbol table, plus the NPU launch names in its two launch-name queries and the NPU
+        runtime category in the critical path's runtime-event query."""
 
         npu_launch_ids: tuple[int, ...] = ()  # all launches
         npu_kernel_launch_ids: tuple[int, ...] = ()  # launches of kernels and collectives
@@ -227,6 +228,11 @@ def _classes() -> tuple[type, type]:
 
         def get_kernel_launch_ids(self) -> list[int]:
             return super().get_kernel_launch_ids() + list(self.npu_kernel_launch_ids)
+
+        def get_operator_or_cuda_runtime_query(self) -> str:
+            query = super().get_operator_or_cuda_runtime_query()
+            launch_cat = self.sym_index.get(LAUNCH_CATEGORY)
+            return query if launch_cat is None else f"({query} or cat == {launch_cat})"
 
     class NpuTraceAnalysis(TraceAnalysis):
         """HTA 0.5's TraceAnalysis that also recognises NPU rows (see the module docstring).
@@ -277,6 +283,19 @@ def _classes() -> tuple[type, type]:
                         ) from exc
 
             return StragglerAnalysis.get_potential_stragglers(self.t, profiler_steps, num_candidates, visualize, impl)
+
+        def critical_path_analysis(self, rank, annotation, instance_id):
+            result = TraceAnalysis.critical_path_analysis(self, rank, annotation, instance_id)
+            graph = result[0] if isinstance(result, tuple) else None
+            if graph is not None:  # its summary classifies collectives later, outside this call
+                breakdown = graph.get_critical_path_breakdown
+
+                def recognised_breakdown():
+                    with self.recognising():
+                        return breakdown()
+
+                graph.get_critical_path_breakdown = recognised_breakdown
+            return result
 
         def get_cuda_kernel_launch_stats(
             self, ranks=None, runtime_cutoff=50, launch_delay_cutoff=100, include_memory_events=True, visualize=True
