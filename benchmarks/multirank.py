@@ -178,7 +178,9 @@ def run_ranks(
 def collective_rows(events: list[dict]) -> list[dict]:
     """Device rows with collective metadata (torch-mspti's HCCL/LCCL rows)."""
     return [
-        e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel" and "Collective name" in (e.get("args") or {})
+        e
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") == "kernel" and "Collective name" in (e.get("args") or {})
     ]
 
 
@@ -271,7 +273,9 @@ def print_table(report: dict[str, Any]) -> None:
             "-" if cp is None else f"{cp:.2f}",
         )
     tot = report["totals"]
-    t.add_row("all", f"{tot['trace_bytes']:,}", str(tot["collective_rows"]), f"{tot['bytes_per_collective']:,.0f}", "", "", "")
+    t.add_row(
+        "all", f"{tot['trace_bytes']:,}", str(tot["collective_rows"]), f"{tot['bytes_per_collective']:,.0f}", "", "", ""
+    )
     console = Console(width=160)
     console.print(t)
     console.print(f"torchrun ({report['ranks']} ranks, start to exit): {report['run_s']:.1f} s")

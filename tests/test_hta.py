@@ -1,8 +1,10 @@
 """torch_mspti.hta: HolisticTraceAnalysis 0.5 on NPU traces.
 
 Synthetic per-rank traces (hta_synthetic, in the format torch-mspti emits) give values computed
-here from their layout; plain HTA on the same traces shows what the adapter fixes. The last test
-runs HTA on the simulator's DDP traces (``torch-mspti demo --workload ddp --ranks 2``).
+here from their layout; plain HTA on the same traces shows what the adapter fixes. Two tests run
+HTA on the simulator's traces (``torch-mspti demo``, one rank and ``--workload ddp --ranks 2``);
+the straggler and critical-path tests at the end use synthetic traces again (8 simulated ranks:
+tests/test_hta_multirank.py).
 
 Without HolisticTraceAnalysis the HTA tests skip, naming the extra; CI's hta stage sets
 TORCH_MSPTI_REQUIRE_HTA=1, which makes that a failure (ci/hta_tests.sh).

@@ -177,17 +177,14 @@ std::string ranksText(const std::vector<int64_t>& ranks) {  // as Python prints 
 }  // namespace
 
 std::optional<std::map<std::string, std::string>> parseCollectiveMessage(const std::string& message) {
-  // torch_npu writes every quote of the object as \" (torch_npu.md 5): undo that first.
-  if (message.find("\\\"") != std::string::npos) {
-    std::string plain;
-    plain.reserve(message.size());
-    for (size_t i = 0; i < message.size(); ++i) {
-      if (message[i] == '\\' && i + 1 < message.size() && message[i + 1] == '"') continue;
-      plain += message[i];
-    }
-    return MessageReader(plain).object();
-  }
-  return MessageReader(message).object();
+  if (auto plain = MessageReader(message).object()) return plain;
+  // torch_npu writes every quote of the object as \" (torch_npu.md 5): undo that, then read again.
+  if (message.find("\\\"") == std::string::npos) return std::nullopt;
+  std::string unescaped;
+  unescaped.reserve(message.size());
+  for (size_t i = 0; i < message.size(); ++i)
+    if (!(message[i] == '\\' && i + 1 < message.size() && message[i + 1] == '"')) unescaped += message[i];
+  return MessageReader(unescaped).object();
 }
 
 CollectiveTable CollectiveTable::build(const LaunchTable& launches, const MarkerTable& markers,

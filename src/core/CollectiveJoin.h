@@ -71,8 +71,9 @@ struct CollectiveTable {
 // (the count and the commName). `table` may be null (nothing joined).
 void describeCollective(const CollectiveTable* table, uint32_t row, const DeviceRecord& record, RowFacts& out);
 
-// torch_npu's mstx message (a flat JSON object; quotes possibly written as \"), as key -> value
-// text (strings unquoted, numbers as written); nullopt when it is not such an object.
+// torch_npu's mstx message, as key -> value text (strings unquoted, numbers as written): a flat JSON
+// object, read as it is or, when that fails, with every \" read as a quote (torch_npu's form);
+// nullopt when it is neither.
 std::optional<std::map<std::string, std::string>> parseCollectiveMessage(const std::string& message);
 
 }  // namespace torch_mspti

@@ -1,13 +1,15 @@
 """HolisticTraceAnalysis (HTA) 0.5.0 on torch-mspti's NPU traces, without renaming anything.
 
 HTA turns a directory of per-rank kineto traces (one ``distributedInfo.rank`` per file) into
-kernel, temporal, overlap, queue-length and launch statistics, but it recognises CUDA's names only.
+kernel, temporal, overlap, queue-length, launch, straggler and critical-path analyses, but it
+recognises CUDA's names only.
 :func:`trace_analysis` returns an HTA ``TraceAnalysis`` (a subclass, :class:`NpuTraceAnalysis`)
 that also recognises what torch-mspti writes (README "Trace consumers")::
 
     from torch_mspti.hta import trace_analysis
     analysis = trace_analysis("traces/")  # the directory tensorboard_trace_handler wrote
     analysis.get_comm_comp_overlap(visualize=False)  # ranks × comp_comm_overlap_pctg
+    analysis.get_potential_stragglers(visualize=False)  # e.g. [3, 2]
     analysis.npu.launch_names, analysis.npu.communication_names  # what the adapter recognised
 
 What HTA 0.5 hard-codes, and what the adapter does about it (the trace files are never edited,
@@ -34,9 +36,39 @@ and no row is renamed in HTA's data frames):
   (one per correlation id). Memory launches are left out when ``include_memory_events=False``.
 * **Memory rows** need nothing: HTA's ``^Memcpy``/``^Memset`` rule already matches kineto's
   names (``Memcpy HtoD (Host -> Device)``, ``Memset (Device)``) that torch-mspti uses.
+* **Straggler analysis.** HTA's default metric (``find_stragglers_with_late_start_comm_kernels``)
+  takes as communication kernels the symbol-table names that start with ``ncclKernel``, so it finds
+  none in an NPU trace and fails (pandas' "argmax of an empty sequence"). The adapted
+  ``get_potential_stragglers`` passes HTA's own function a read-only view of the symbol table that
+  lists, after HTA's names (ids unchanged), one alias ``ncclKernel (NPU) <name>`` per communication
+  name (the same names as above) mapped to that name's id; rows keep their names. A metric given
+  as ``straggler_identification_impl`` gets HTA's table as usual. HTA's metric is unchanged: of
+  the collectives that last 1 % of the mean iteration or more, it takes the one whose duration
+  varies most across ranks and names the ranks that start it latest. On the simulated NPU a collective's device
+  time is only its modelled transfer (8 µs + bytes / 50 GB/s by default), never the wait for the
+  slowest rank that a real HCCL collective's time includes, so with short steps none may qualify:
+  the adapter then raises ValueError naming that threshold (``benchmarks/multirank.py`` models a
+  5 ms link latency with ``torch_mspti.sim.hccl.set_link_model``).
+* **Critical-path analysis.** Its graph takes runtime events from the categories ``cuda_runtime`` and
+  ``cuda_driver`` only (``TraceSymbolTable.get_operator_or_cuda_runtime_query``): no NPU launch is a
+  node, and building the graph fails. The symbol table's query also accepts
+  ``privateuse1_runtime``, so launches link ops to their device rows as CUDA launches do. A
+  collective on the path is ``gpu_communication_bound`` through the communication matcher above;
+  the returned graph's ``get_critical_path_breakdown`` (and so ``summary()``) installs the matcher
+  itself, since it is called after the analysis returned.
 
-Not adapted (still CUDA-only in HTA 0.5): the straggler analysis (``ncclKernel`` prefix), the
-critical-path analysis's CUDA synchronisation rules, CUPTI counters.
+Not adapted, and why:
+
+* **Synchronisation in the critical path.** HTA adds GPU→CPU and GPU→GPU dependency edges from
+  kineto's ``cuda_sync`` device rows (CUPTI's synchronisation records: Context Sync, Stream Sync,
+  Event Sync, Stream Wait Event with ``wait_on_stream``) and the ``cudaEventRecord`` /
+  ``cudaStreamWaitEvent`` runtime calls they point to. MSPTI has no synchronisation activity kind
+  (docs/mspti.md 3.2), so an NPU trace has no such rows, and an adapter that never adds or renames
+  rows cannot supply these edges. The NPU critical path therefore has no sync edges (HTA warns that
+  the trace has no CUDA synchronisation events): a host wait for the device counts as CPU time, and
+  a stream's wait for another stream is missing.
+* **CUPTI counters** (``get_cupti_counter_data_with_operators``): MSPTI has no hardware-counter
+  records, so there is nothing to read.
 
 Requirements: ``pip install 'torch-mspti[hta]'`` (HolisticTraceAnalysis==0.5.0 and the pandas,
 psutil and PyYAML it needs). HTA is imported on first use; without it, or with another version

@@ -78,7 +78,9 @@ struct CollectFacts final : RowFacts {
   void real(const std::string& k, double) override { text_ += k + "=real;"; }
 };
 
-TEST(KindHandlers, ACollectiveRowCarriesTheNcclKeys) {
+// MSPTI's facts about a collective; its group's facts ("In msg nelems", "Process Group Name" and the
+// others) are the collective join's (CollectiveJoinTest).
+TEST(KindHandlers, ACollectiveRowCarriesMsptisFactsUnderTheNcclKeys) {
   const std::string name = "hcom_allReduce__1_0_1", alg = "RING", group = "hccl_world_group";
   DeviceRecord r;
   r.kind = MSPTI_ACTIVITY_KIND_COMMUNICATION;
@@ -90,8 +92,8 @@ TEST(KindHandlers, ACollectiveRowCarriesTheNcclKeys) {
   CollectFacts facts;
   kindHandler(r.kind).describe(r, facts);
   EXPECT_EQ(facts.text_,
-            "Collective name=allreduce;algorithm=RING;In msg nelems=1024;dtype=Float;bytes=4096;Process Group "
-            "Name=hccl_world_group;");
+            "type=COMMUNICATION;Collective name=allreduce;algorithm=RING;dtype=Float;bytes=4096;comm "
+            "name=hccl_world_group;");
   EXPECT_EQ(kindHandler(r.kind).rowName(r), name);
 }
 
