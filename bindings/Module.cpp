@@ -82,9 +82,8 @@ NB_MODULE(_C, m) {
               nb::gil_scoped_acquire gil;
               try {
                 for (nb::handle item : nb::handle(held.get())()) {
-                  auto [comm, pg, desc, ranks, rank, seq] =
-                      nb::cast<std::tuple<std::string, std::string, std::string, std::vector<int64_t>, int64_t,
-                                          int64_t>>(item);
+                  auto [comm, pg, desc, ranks, rank, seq] = nb::cast<
+                      std::tuple<std::string, std::string, std::string, std::vector<int64_t>, int64_t, int64_t>>(item);
                   out.push_back({std::move(comm), std::move(pg), std::move(desc), std::move(ranks), rank, seq});
                 }
               } catch (...) {

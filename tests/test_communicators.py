@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from torch_mspti import _communicators  # noqa: E402
+from torch_mspti import _communicators
 
 
 class Backend:

@@ -48,7 +48,7 @@ struct BuildContext {
   const LaunchTable* launches = nullptr;
   const OpTimeline* ops = nullptr;
   CorrelationIds* ids = nullptr;
-  int32_t processId = 0;  // pid of the host process (lane of launch threads)
+  int32_t processId = 0;                         // pid of the host process (lane of launch threads)
   const CollectiveTable* collectives = nullptr;  // may be null: no collective row is joined
 };
 

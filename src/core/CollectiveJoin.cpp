@@ -96,8 +96,8 @@ class MessageReader {
   // A number, true, false or null, as written.
   std::optional<std::string> scalar() {
     const size_t from = i_;
-    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' || s_[i_] == '+' ||
-                              s_[i_] == '.'))
+    while (i_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' || s_[i_] == '+' || s_[i_] == '.'))
       ++i_;
     if (i_ == from) return std::nullopt;
     return s_.substr(from, i_ - from);

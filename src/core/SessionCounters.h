@@ -81,19 +81,19 @@ enum class CounterMerge : uint8_t { kSum, kMax };
     "MARKER records whose flag is not one MARKER_* value: kept as instants")                                         \
   X("markers", markerNotIncluded, "not_included", kStop, kSum,                                                       \
     "markers of a domain outside marker_domains' include list: dropped")                                             \
-  X("collectives", collectiveRows, "rows", kStop, kSum, "COMMUNICATION rows kept (CollectiveJoin.h)")                 \
-  X("collectives", collectivesJoined, "joined", kStop, kSum,                                                          \
-    "collective rows joined with their communication mstx range and their process group: kineto's NCCL fields")     \
-  X("collectives", collectivesUnjoined, "unjoined", kStop, kSum,                                                      \
-    "collective rows not joined (the three reasons below): they keep what MSPTI gave")                              \
-  X("collectives", collectivesNoMarker, "no_marker", kStop, kSum,                                                     \
+  X("collectives", collectiveRows, "rows", kStop, kSum, "COMMUNICATION rows kept (CollectiveJoin.h)")                \
+  X("collectives", collectivesJoined, "joined", kStop, kSum,                                                         \
+    "collective rows joined with their communication mstx range and their process group: kineto's NCCL fields")      \
+  X("collectives", collectivesUnjoined, "unjoined", kStop, kSum,                                                     \
+    "collective rows not joined (the three reasons below): they keep what MSPTI gave")                               \
+  X("collectives", collectivesNoMarker, "no_marker", kStop, kSum,                                                    \
     "collective rows inside no \"communication\" mstx range (markers off, or a backend that writes none)")           \
-  X("collectives", collectivesBadMessage, "bad_message", kStop, kSum,                                                 \
-    "collective rows whose range's message is not torch_npu's JSON, names another communicator or lacks the peer")  \
-  X("collectives", collectivesNoGroup, "no_group", kStop, kSum,                                                       \
-    "collective rows whose communicator no torch.distributed process group of this process has")                    \
-  X("collectives", collectivesNoSeq, "no_seq", kStop, kSum,                                                           \
-    "joined rows without Seq: their group's rows in the window were not exactly the calls it issued meanwhile")     \
+  X("collectives", collectivesBadMessage, "bad_message", kStop, kSum,                                                \
+    "collective rows whose range's message is not torch_npu's JSON, names another communicator or lacks the peer")   \
+  X("collectives", collectivesNoGroup, "no_group", kStop, kSum,                                                      \
+    "collective rows whose communicator no torch.distributed process group of this process has")                     \
+  X("collectives", collectivesNoSeq, "no_seq", kStop, kSum,                                                          \
+    "joined rows without Seq: their group's rows in the window were not exactly the calls it issued meanwhile")      \
   X("rows", deviceRows, "device_rows", kTrace, kSum, "device rows in the trace (all kinds)")                         \
   X("rows", kernels, "kernels", kTrace, kSum, "kernel rows")                                                         \
   X("rows", communications, "communications", kTrace, kSum, "collective rows (COMMUNICATION records)")               \

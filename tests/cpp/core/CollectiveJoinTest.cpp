@@ -118,8 +118,8 @@ TEST(CollectiveJoin, ARowJoinsTheDeviceRangeOnItsStreamAndItsGroup) {
   f.range(true, 0, 7, 900, 2100, message("HcclAllGather", kComm));  // another stream: not this row's
   f.range(true, 0, 6, 990, 2000, message("HcclAllGather", kComm));
   SessionCounters c;
-  const CollectiveTable t = CollectiveTable::build(f.launches, f.markers, groupOf(kComm, 10), true,
-                                                   groupOf(kComm, 11), c);
+  const CollectiveTable t =
+      CollectiveTable::build(f.launches, f.markers, groupOf(kComm, 10), true, groupOf(kComm, 11), c);
   EXPECT_EQ(c.collectiveRows, 1u);
   EXPECT_EQ(c.collectivesJoined, 1u);
   const auto a = describe(t, f, 0);
@@ -149,18 +149,18 @@ TEST(CollectiveJoin, WithoutADeviceRangeTheHostRangeOnTheLaunchThreadJoins) {
 
 TEST(CollectiveJoin, RowsThatCannotBeJoinedKeepWhatMsptiGaveAndAreCountedByReason) {
   Fixture f;
-  f.row(&kAllReduce, 1000, 1100, 4);                  // no range at all
-  f.row(&kAllReduce, 2000, 2100, 4);                  // a range naming another communicator
-  f.row(&kSend, 3000, 3100, 4);                       // a send whose message has no destRank
-  f.row(&kAllReduce, 4000, 4100, 4, &kOther);         // a communicator torch.distributed does not know
-  f.row(&kAllReduce, 5000, 5100, 4, &kComm, 6, 42);   // a range whose message is not JSON
+  f.row(&kAllReduce, 1000, 1100, 4);                 // no range at all
+  f.row(&kAllReduce, 2000, 2100, 4);                 // a range naming another communicator
+  f.row(&kSend, 3000, 3100, 4);                      // a send whose message has no destRank
+  f.row(&kAllReduce, 4000, 4100, 4, &kOther);        // a communicator torch.distributed does not know
+  f.row(&kAllReduce, 5000, 5100, 4, &kComm, 6, 42);  // a range whose message is not JSON
   f.range(true, 0, 6, 1990, 2100, message("HcclAllreduce", kOther));
   f.range(true, 0, 6, 2990, 3100, message("HcclSend", kComm));
   f.range(true, 0, 6, 3990, 4100, message("HcclAllreduce", kOther));
   f.range(true, 0, 6, 4990, 5100, "HcclAllreduce " + kComm);
   SessionCounters c;
-  const CollectiveTable t = CollectiveTable::build(f.launches, f.markers, groupOf(kComm, 0), true,
-                                                   groupOf(kComm, 4), c);
+  const CollectiveTable t =
+      CollectiveTable::build(f.launches, f.markers, groupOf(kComm, 0), true, groupOf(kComm, 4), c);
   EXPECT_EQ(c.collectiveRows, 5u);
   EXPECT_EQ(c.collectivesJoined, 0u);
   EXPECT_EQ(c.collectivesUnjoined, 5u);
@@ -177,8 +177,8 @@ TEST(CollectiveJoin, PointToPointRowsNameBothEndsAsGroupRanks) {
   f.row(&kSend, 1000, 1100, 5);
   f.range(true, 0, 6, 990, 1100, message("HcclSend", kComm, ",\\\"destRank\\\": \\\"3\\\""));
   SessionCounters c;
-  const CollectiveTable t = CollectiveTable::build(f.launches, f.markers, groupOf(kComm, 0), true,
-                                                   groupOf(kComm, 1), c);
+  const CollectiveTable t =
+      CollectiveTable::build(f.launches, f.markers, groupOf(kComm, 0), true, groupOf(kComm, 1), c);
   const auto a = describe(t, f, 0);
   EXPECT_EQ(a.at("Src Rank"), "1");  // this rank in the group
   EXPECT_EQ(a.at("Dst Rank"), "3");
