@@ -164,8 +164,8 @@ ArmResult runBaseline(const bench::Sim& sim, int64_t n) {
   return r;
 }
 
-// The floor of any complete drain for this library: Disable(KERNEL) (which pulls what has ended,
-// 26.1), one FlushAll, Unsubscribe, one more FlushAll; nothing else. Same pool and store as the
+// The floor of any complete drain for this library: the Disables in the session's order (the first
+// pulls what has ended, 26.1), one FlushAll, Unsubscribe, one more FlushAll; nothing else. Same pool and store as the
 // plugin. Its time is what the simulator itself takes to hand over the tail.
 ArmResult runFloor(const bench::Sim& sim, int64_t n) {
   const std::vector<msptiActivityKind>& kinds = gPluginKinds;
@@ -198,12 +198,14 @@ int runDrain(const bench::Args& args) {
   const int64_t delayMs = args.i("delay_ms", 200);
   const int64_t flushMs = args.i("driver_flush_ms", 20);
   const bool communication = args.i("communication", 1) != 0;
-  // In the session's order (the kind table's): MARKER is on by default (enable_markers), MEMORY
-  // and the copy kinds need the preload, which this process does not have.
-  gPluginKinds = {MSPTI_ACTIVITY_KIND_KERNEL};
+  // The session's kinds, in the order its drain disables them (DrainPolicy.cpp: COMMUNICATION
+  // first, whose Disable flushes both driver channels, then KERNEL and MARKER, then the host
+  // kinds): MARKER is on by default (enable_markers), MEMORY and the copy kinds need the preload,
+  // which this process does not have.
+  gPluginKinds.clear();
   if (communication) gPluginKinds.push_back(MSPTI_ACTIVITY_KIND_COMMUNICATION);
-  gPluginKinds.insert(gPluginKinds.end(), {MSPTI_ACTIVITY_KIND_MARKER, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                                           MSPTI_ACTIVITY_KIND_RUNTIME_API});
+  gPluginKinds.insert(gPluginKinds.end(), {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_MARKER,
+                                           MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, MSPTI_ACTIVITY_KIND_RUNTIME_API});
   const std::string err = bench::context().config.setBool("enable_communication", communication);
   if (!err.empty()) throw std::runtime_error(err);
   const bench::Sim& sim = bench::loadSim();

@@ -23,11 +23,29 @@ bool notPulledByDisable(msptiActivityKind kind) { return !pulledByDisable(kind);
 
 uint32_t bit(LaunchClass c) { return 1u << static_cast<int>(c); }
 
+// The order of the Disables. Each Disable of a device kind flushes its driver channels
+// (mspti.md 2.3): COMMUNICATION both the TS_FW channel and the SOC log, so it goes first and pulls
+// every channel's data while all the kinds that read them are still on; KERNEL's, HCCL's and
+// MARKER's flushes then find their channels empty, which costs nothing, and no kind's switch is
+// cleared before the data it reads was pulled. Host-record kinds last, in the order enabled.
+int disableRank(msptiActivityKind kind) {
+  switch (kind) {
+    case MSPTI_ACTIVITY_KIND_COMMUNICATION: return 0;
+    case MSPTI_ACTIVITY_KIND_KERNEL: return 1;
+    case MSPTI_ACTIVITY_KIND_HCCL: return 2;
+    case MSPTI_ACTIVITY_KIND_MARKER: return 3;
+    default: return 4;
+  }
+}
+
 // Disables the enabled kinds for which `which` is true; `disabledAt` is set by the first call.
 template <typename Pred>
 void disableKinds(const DrainInput& in, Pred which, std::vector<std::string>& errors, int64_t& disabledAt) {
   if (disabledAt == 0) disabledAt = realtimeNs();
-  for (auto kind : in.enabledKinds) {
+  std::vector<msptiActivityKind> kinds = in.enabledKinds;
+  std::stable_sort(kinds.begin(), kinds.end(),
+                   [](msptiActivityKind a, msptiActivityKind b) { return disableRank(a) < disableRank(b); });
+  for (auto kind : kinds) {
     if (!which(kind)) continue;
     const msptiResult r = in.api->disable(kind);
     if (r != MSPTI_SUCCESS) errors.push_back(describeCall("msptiActivityDisable", kindName(kind), r));

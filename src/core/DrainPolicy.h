@@ -18,8 +18,10 @@
 //     t - end). Without such a row there is no bound, and they hold the drain to the timeout.
 // Steps:
 //   1. (disable_first) Disable the kinds: MSPTI 26.1 pulls device data still in the driver
-//      (halProfDataFlush, <= 20 ms per channel) and parses it before stopping its parser
-//      (mspti.md 2.3). Disable pulls only MARKER/KERNEL/HCCL/COMMUNICATION, so MEMCPY/MEMSET/
+//      (halProfDataFlush, <= 20 ms per channel holding data, nothing for an empty one) and parses
+//      it before stopping its parser (mspti.md 2.3); COMMUNICATION first (it flushes both of the
+//      channels), then KERNEL, HCCL and MARKER, whose channels are then empty, so stop() pays for
+//      each channel once. Disable pulls only MARKER/KERNEL/HCCL/COMMUNICATION, so MEMCPY/MEMSET/
 //      MEMORY stay enabled until their launches have their rows. If launches of a pulled kind are
 //      still pending after the first flush (a library whose Disable pulls nothing, a kernel still
 //      running on a device nobody synchronised), those kinds are enabled again, so that the

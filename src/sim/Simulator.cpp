@@ -11,16 +11,26 @@ namespace torch_mspti::sim {
 
 namespace {
 
-// Kinds whose Disable first flushes their driver channels (mspti.md 2.3).
-bool flushesChannelOnDisable(int kind) {
-  return kind == MSPTI_ACTIVITY_KIND_MARKER || kind == MSPTI_ACTIVITY_KIND_KERNEL || kind == MSPTI_ACTIVITY_KIND_HCCL ||
-         kind == MSPTI_ACTIVITY_KIND_COMMUNICATION;
+// The driver channels a kind's Disable flushes (mspti.md 2.3): KERNEL the STARS SOC log,
+// COMMUNICATION the TS_FW channel and the SOC log, MARKER and HCCL the TS_FW channel.
+enum Channel : uint32_t { kNoChannel = 0, kSocLog = 1U << 0, kTsFw = 1U << 1 };
+
+uint32_t channelsFlushedOnDisable(int kind) {
+  switch (kind) {
+    case MSPTI_ACTIVITY_KIND_KERNEL: return kSocLog;
+    case MSPTI_ACTIVITY_KIND_COMMUNICATION: return kTsFw | kSocLog;
+    case MSPTI_ACTIVITY_KIND_MARKER:
+    case MSPTI_ACTIVITY_KIND_HCCL: return kTsFw;
+    default: return kNoChannel;
+  }
 }
 
-// KERNEL and COMMUNICATION both read the STARS SOC log channel, where kernel and communication
-// records travel: flushing it on Disable of either pulls both kinds.
-bool flushesSocLog(int kind) { return kind == MSPTI_ACTIVITY_KIND_KERNEL || kind == MSPTI_ACTIVITY_KIND_COMMUNICATION; }
-constexpr uint32_t kSocLogKinds = (1U << MSPTI_ACTIVITY_KIND_KERNEL) | (1U << MSPTI_ACTIVITY_KIND_COMMUNICATION);
+// The records each channel carries in the simulator: kernel and communication records travel on
+// the SOC log. Device markers are written at the call (MstxMarkers.h) and HCCL records are not
+// simulated, so the TS_FW channel never holds a record here and its flush returns at once.
+uint32_t kindsCarriedBy(uint32_t channel) {
+  return channel == kSocLog ? (1U << MSPTI_ACTIVITY_KIND_KERNEL) | (1U << MSPTI_ACTIVITY_KIND_COMMUNICATION) : 0U;
+}
 
 }  // namespace
 
@@ -77,18 +87,22 @@ msptiResult Simulator::disable(int kind) {
     return MSPTI_ERROR_INVALID_PARAMETER;
   }
   // The driver flush channels exist only while subscribed, and only for a kind that is on.
-  if (flushesChannelOnDisable(kind) && switches_.isOn(kind) && subscriber_.active() &&
-      options_.flag(Option::kDisablePulls)) {
+  const uint32_t channels = channelsFlushedOnDisable(kind);
+  if (channels != kNoChannel && switches_.isOn(kind) && subscriber_.active() && options_.flag(Option::kDisablePulls)) {
     if (CallbackScope::holdsBufferLock()) {
       abortOnReentry("msptiActivityDisable", "its driver flush records under the buffer mutex MSPTI already holds");
     }
-    // MSPTI 26.1 halProfDataFlush: device data of tasks that have ended is parsed now, on this
-    // thread; tasks still running are not waited for. The flush itself takes up to 20 ms per
-    // channel (mspti.md 2.3), modelled by driver_flush_ns.
-    if (flushesSocLog(kind)) {
-      delivery_.pullEnded(realtimeNs(), kSocLogKinds);
+    // MSPTI 26.1 flushes each channel of the kind in turn (halProfDataFlush): device data of tasks
+    // that have ended is parsed now, on this thread; tasks still running are not waited for. A
+    // channel holding data costs up to 20 ms, modelled by driver_flush_ns; an empty one (nothing
+    // ended since the last flush or delivery) returns at once (mspti.md 2.3).
+    for (uint32_t channel : {kTsFw, kSocLog}) {
+      if ((channels & channel) == 0) continue;
+      const uint32_t kinds = kindsCarriedBy(channel);
+      if (kinds != 0 && delivery_.pullEnded(realtimeNs(), kinds) > 0) {
+        sleepForNs(static_cast<uint64_t>(options_.get(Option::kDriverFlushNs)));
+      }
     }
-    sleepForNs(static_cast<uint64_t>(options_.get(Option::kDriverFlushNs)));
   }
   // Then the parser stops and the switch is cleared.
   switches_.set(kind, false);

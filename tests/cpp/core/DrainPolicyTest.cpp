@@ -86,6 +86,23 @@ TEST_F(DrainPolicyTest, DisableFirstEndsBalancedWhenEveryLaunchHasItsRow) {
   EXPECT_FALSE(fake.subscribed());
 }
 
+// Each Disable of a device kind flushes its channels (mspti.md 2.3): COMMUNICATION flushes both,
+// so it goes first, then KERNEL and MARKER find them empty; host-record kinds come after, in the
+// order they were enabled. Enabled here in another order.
+TEST_F(DrainPolicyTest, CommunicationIsDisabledFirstThenKernelThenMarkerThenTheHostKinds) {
+  kinds = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_MARKER, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+           MSPTI_ACTIVITY_KIND_COMMUNICATION, MSPTI_ACTIVITY_KIND_RUNTIME_API};
+  arm();
+  fake.launchKernel("k");
+  run();
+  std::vector<std::string> disables;
+  for (const std::string& call : fake.calls())
+    if (call.rfind("disable(", 0) == 0) disables.push_back(call);
+  const std::vector<std::string> expected = {"disable(COMMUNICATION)", "disable(KERNEL)", "disable(MARKER)",
+                                             "disable(EXTERNAL_CORRELATION)", "disable(RUNTIME_API)"};
+  EXPECT_EQ(disables, expected);
+}
+
 TEST_F(DrainPolicyTest, DisableFirstHoldsPendingLaunchesUntilTheBoundAndEnablesTheKindsAgain) {
   arm();
   fake.flushDelivers = false;  // launches known, their kernels never come

@@ -42,6 +42,28 @@ TEST_F(DisableUnsubscribeTest, DisableOfCommunicationAlsoFlushesTheSocLogChannel
   EXPECT_EQ(flushAndDecode().kernels.size(), 1u);
 }
 
+// halProfDataFlush reports what it handed over, and returns at once when that is nothing (mspti.md
+// 2.3): a Disable whose channels an earlier Disable emptied, or MARKER's (TS_FW, which holds no
+// record in the simulator), costs no driver flush time; one that pulls records costs it once.
+TEST_F(DisableUnsubscribeTest, OnlyAFlushThatHandsOverRecordsTakesTheDriversTime) {
+  ASSERT_EQ(api_.setOption("delivery_delay_ns", 10'000'000'000), 0);
+  ASSERT_EQ(api_.setOption("disable_pulls", 1), 0);
+  ASSERT_EQ(api_.setOption("driver_flush_ns", 300'000'000), 0);
+  subscribe();
+  enable({MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_COMMUNICATION, MSPTI_ACTIVITY_KIND_MARKER});
+  api_.launchKernel("k", nullptr, 0, 0, 1000);
+  waitUntilEnded(0, 0);
+  uint64_t t0 = nowNs();
+  ASSERT_EQ(api_.disable(MSPTI_ACTIVITY_KIND_COMMUNICATION), MSPTI_SUCCESS);  // pulls the kernel
+  EXPECT_GE(nowNs() - t0, 300'000'000u);
+  EXPECT_EQ(api_.stats().records_pending, 0u);
+  t0 = nowNs();
+  ASSERT_EQ(api_.disable(MSPTI_ACTIVITY_KIND_KERNEL), MSPTI_SUCCESS);  // its channel is empty now
+  ASSERT_EQ(api_.disable(MSPTI_ACTIVITY_KIND_MARKER), MSPTI_SUCCESS);  // TS_FW holds nothing here
+  EXPECT_LT(nowNs() - t0, 150'000'000u);
+  EXPECT_EQ(flushAndDecode().kernels.size(), 1u);
+}
+
 TEST_F(DisableUnsubscribeTest, WithoutPullsRecordsDueAfterDisableAreDropped) {
   ASSERT_EQ(api_.setOption("delivery_delay_ns", 150'000'000), 0);
   ASSERT_EQ(api_.setOption("disable_pulls", 0), 0);
