@@ -108,9 +108,12 @@ ArmResult runPlugin(const bench::Sim& sim, int64_t n) {
       std::move(deps), std::set<libkineto::ActivityType>{libkineto::ActivityType::CONCURRENT_KERNEL});
   s->start();
   if (!s->errors().empty()) throw std::runtime_error("session start: " + s->errors().front());
-  std::vector<std::string> kinds;
+  // The same kinds (the floor lists them in the drain's Disable order, the report in enabling order).
+  std::vector<std::string> kinds, enabled = s->report().enabledKinds;
   for (auto k : gPluginKinds) kinds.push_back(kindName(k));
-  if (s->report().enabledKinds != kinds) throw std::runtime_error("the session enabled other kinds than the floor");
+  std::sort(kinds.begin(), kinds.end());
+  std::sort(enabled.begin(), enabled.end());
+  if (enabled != kinds) throw std::runtime_error("the session enabled other kinds than the floor");
   launchAll(sim, n, [&](uint64_t id) { s->pushCorrelationId(id); }, [&] { s->popCorrelationId(); });
   const int64_t t0 = bench::nowNs();
   s->stop();
