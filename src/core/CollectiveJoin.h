@@ -51,7 +51,14 @@ struct JoinedCollective {
 
 struct CollectiveTable {
   CommunicatorMap groups;                                 // the stop sample
-  std::unordered_map<uint32_t, JoinedCollective> joined;  // by LaunchTable::rows index
+  std::unordered_map<uint32_t, JoinedCollective> joined;  // by LaunchTable::rows index; point into `groups`
+
+  CollectiveTable() = default;
+  // Moved, never copied: a move keeps the map's nodes, which `joined` points into.
+  CollectiveTable(CollectiveTable&&) = default;
+  CollectiveTable& operator=(CollectiveTable&&) = default;
+  CollectiveTable(const CollectiveTable&) = delete;
+  CollectiveTable& operator=(const CollectiveTable&) = delete;
 
   // Joins the COMMUNICATION rows of `launches` (rules in the header comment); `atStart` and
   // `atStop` are the communicator samples (empty when no provider answered); `sampledAtStart`
