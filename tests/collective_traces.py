@@ -19,13 +19,13 @@ GROUP = {COMM0: PG_CONFIG[0], COMM1: PG_CONFIG[1]}
 
 # (ts, comm, Collective name, In msg nelems, Out msg nelems or None, Seq or None, (Src, Dst) or None)
 ROWS = [
-    (400, COMM0, "allreduce", 1024, 1024, 0, None),
-    (410, COMM1, "send", 64, 64, 0, (0, 1)),
-    (420, COMM0, "allgather", 256, 1024, 1, None),
-    (430, COMM1, "recv", 64, 64, 1, (1, 0)),
-    (440, COMM0, "reduce_scatter", 1024, 256, 2, None),
-    (450, COMM1, "all_to_all", 128, 128, 2, None),
-    (460, COMM0, "all_to_allv", 512, None, 3, None),
+    (400, COMM0, "allreduce", 1024, 1024, 1, None),
+    (410, COMM1, "send", 64, 64, 1, (0, 1)),
+    (420, COMM0, "allgather", 256, 1024, 2, None),
+    (430, COMM1, "recv", 64, 64, 2, (1, 0)),
+    (440, COMM0, "reduce_scatter", 1024, 256, 3, None),
+    (450, COMM1, "all_to_all", 128, 128, 3, None),
+    (460, COMM0, "all_to_allv", 512, None, 4, None),
     (480, COMM0, "broadcast", 32, 32, None, None),  # a collective the session could not number
 ]
 JOIN_ONLY = (
@@ -99,6 +99,7 @@ def add_collectives(trace: dict) -> dict:
         "rows": len(ROWS),
         "joined": len(ROWS),
         "unjoined": 0,
+        "no_marker": 0,
         "no_group": 0,
         "bad_message": 0,
         "no_seq": no_seq,
@@ -150,7 +151,7 @@ def break_nelems(t):
 
 
 def break_seq(t):
-    row(add_collectives(t), "reduce_scatter")["args"]["Seq"] = 1  # as the allgather before it
+    row(add_collectives(t), "reduce_scatter")["args"]["Seq"] = 2  # as the allgather before it
 
 
 def break_distributed_info(t):
@@ -159,6 +160,12 @@ def break_distributed_info(t):
 
 def break_counts(t):
     set_counts(add_collectives(t), rows=9)
+
+
+def warn_group_made_after_start(t):
+    """Group "1" was made inside the profiled window: torch wrote pg_config at start, without it."""
+    add_collectives(t)
+    t["distributedInfo"]["pg_config"] = [c for c in t["distributedInfo"]["pg_config"] if c["pg_name"] != "1"]
 
 
 def warn_not_joined(t):

@@ -192,6 +192,14 @@ CollectiveTable CollectiveTable::build(const LaunchTable& launches, const Marker
                                        SessionCounters& c) {
   CollectiveTable t;
   t.groups = std::move(atStop);
+  // A group destroyed before stop is still named from the start sample; the calls it made since
+  // are unknown, so its rows get no Seq (seq -1).
+  for (const auto& [name, info] : atStart)
+    if (t.groups.find(name) == t.groups.end()) {
+      CommunicatorInfo gone = info;
+      gone.seq = -1;
+      t.groups.emplace(name, std::move(gone));
+    }
   const RangeIndex ranges(markers);
   // commName -> its rows (index, device start), for Seq.
   std::map<std::string, std::vector<std::pair<int64_t, uint32_t>>> byGroup;
@@ -222,6 +230,10 @@ CollectiveTable CollectiveTable::build(const LaunchTable& launches, const Marker
       const auto g = t.groups.find(commName);
       if (g == t.groups.end() || g->second.rank < 0 || g->second.ranks.empty()) {
         ++c.collectivesNoGroup;
+        continue;
+      }
+      if (p2p && *peer >= static_cast<int64_t>(g->second.ranks.size())) {  // no rank of the group
+        ++c.collectivesBadMessage;
         continue;
       }
       JoinedCollective j;

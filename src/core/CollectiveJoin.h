@@ -13,7 +13,9 @@
 //  2. the range's message parses (its quotes may be backslash-escaped, as torch_npu writes them),
 //     names the row's communicator (groupName == commName) and, for a send or a receive, its peer;
 //  3. torch.distributed knows the communicator (Communicators.h): its process group's name,
-//     description and ranks, and this process's rank in it.
+//     description and ranks, and this process's rank in it (from the stop sample, or from the
+//     start sample for a group destroyed meanwhile, whose rows then get no Seq); a point-to-point
+//     peer must be a rank of that group.
 // A joined row carries kineto's NCCL names (kineto.md 8): Process Group Name/Description/Ranks,
 // Group size, Rank, In and Out msg nelems worked out from HCCL's count (torch_npu.md 6), Src and
 // Dst Rank for point-to-point, and Seq. Seq numbers a group's collectives as its backend does

@@ -65,6 +65,8 @@ RULES: dict[str, str] = {
 #: Warning id -> what it expects; reported, but the check still passes.
 WARNINGS: dict[str, str] = {
     "collectives-not-joined": "every collective row is joined with its process group (pg_config's pg_name, Rank, Seq)",
+    "collective-group-not-in-pg-config": "every joined collective row's group is in distributedInfo.pg_config, "
+    "which torch writes when the profiler starts",
 }
 
 
@@ -539,6 +541,8 @@ _JOIN_ONLY = ("Process Group Ranks", "Group size", "Rank", "Out msg nelems", "Se
 _P2P = frozenset({"send", "recv"})
 _NO_OUT = frozenset({"all_to_allv"})  # its per-peer counts differ: no single Out msg nelems
 _OUT_IS_IN = frozenset({"allreduce", "broadcast", "reduce", "send", "recv", "barrier", "all_to_all"})
+# Every Collective name torch-mspti writes (KindHandlers.cpp, collectiveName).
+_COLLECTIVES = _OUT_IS_IN | _NO_OUT | frozenset({"allgather", "reduce_scatter", "scatter", "gather"})
 _JSON_TYPES = {
     str: "a string",
     int: "an integer",
@@ -606,14 +610,26 @@ def check_collectives(ix: Index, sink: Sink, warning, dist: Any, health: dict | 
             "distributedInfo (rank, pg_config) when torch.distributed is initialised; keep it when editing a "
             "trace, or re-profile",
         )
+    unknown_groups: dict[str, int] = {}
     for i in ix.collectives:
         a = _args(ev[i])
         if JOIN_KEY in a:
-            _check_joined(sink, i, ev[i], a, groups, rank)
+            _check_joined(sink, i, ev[i], a, groups, rank, unknown_groups)
         elif "comm name" in a:  # a torch-mspti that joins left this row as MSPTI gave it
             _check_not_joined(sink, i, ev[i], a)
+    if unknown_groups:
+        named = ", ".join(f"{name!r} ({n} rows)" for name, n in sorted(unknown_groups.items()))
+        known = ", ".join(repr(n) for n in (groups or {})) or "none"
+        warning(
+            "collective-group-not-in-pg-config",
+            f"joined collective rows name process groups that distributedInfo.pg_config lacks: {named} (pg_config "
+            f"has {known}). torch writes pg_config when the profiler starts, so a group made after that (a "
+            "DeviceMesh, FSDP or new_group inside the profiled window) is not in it: those rows' group, ranks and "
+            "Rank are not checked against it; create the groups before profiling to have them checked",
+        )
     with_seq = _check_seq(ev, sink, joined)
-    _check_collective_counts(sink, health, len(ix.collectives), len(joined))
+    carrying_seq = sum(1 for i in joined if "Seq" in _args(ev[i]))  # a bad Seq is reported on its own
+    _check_collective_counts(sink, health, len(ix.collectives), len(joined), carrying_seq)
     unjoined = len(ix.collectives) - len(joined)
     if unjoined:
         warning("collectives-not-joined", _not_joined_message(unjoined, len(ix.collectives), health))
@@ -622,7 +638,9 @@ def check_collectives(ix: Index, sink: Sink, warning, dist: Any, health: dict | 
     return {"rows": len(ix.collectives), "joined": len(joined), "with_seq": with_seq}
 
 
-def _check_joined(sink: Sink, i: int, e: dict, a: dict, groups: dict | None, rank: int | None) -> None:
+def _check_joined(
+    sink: Sink, i: int, e: dict, a: dict, groups: dict | None, rank: int | None, unknown_groups: dict[str, int]
+) -> None:
     coll = a.get(COLLECTIVE_KEY) if isinstance(a.get(COLLECTIVE_KEY), str) else None  # else reported below
     fields = [*_MSPTI_FIELDS, *_JOINED_FIELDS]
     if coll not in _NO_OUT:
@@ -635,8 +653,10 @@ def _check_joined(sink: Sink, i: int, e: dict, a: dict, groups: dict | None, ran
         for k, typ in fields
         if k in a and not _has_type(a[k], typ)
     ]
-    if "Seq" in a and not (_is_int(a["Seq"]) and a["Seq"] >= 0):
-        wrong.append(f"Seq {a['Seq']!r} is not an integer >= 0")
+    if "Seq" in a and not (_is_int(a["Seq"]) and a["Seq"] >= 1):
+        wrong.append(f"Seq {a['Seq']!r} is not an integer >= 1 (a group's calls are numbered from 1)")
+    if coll is not None and coll not in _COLLECTIVES:
+        wrong.append(f"Collective name {coll!r} is none that torch-mspti writes ({', '.join(sorted(_COLLECTIVES))})")
     if coll not in _P2P:
         wrong += [f"it carries {k}, which only send and recv rows carry" for k in ("Src Rank", "Dst Rank") if k in a]
     if a.get("type") != "COMMUNICATION":
@@ -650,19 +670,20 @@ def _check_joined(sink: Sink, i: int, e: dict, a: dict, groups: dict | None, ran
             i,
         )
         return
-    _check_group(sink, i, e, a, groups, rank)
+    _check_group(sink, i, e, a, groups, rank, unknown_groups)
     _check_nelems(sink, i, e, a)
 
 
-def _check_group(sink: Sink, i: int, e: dict, a: dict, groups: dict | None, rank: int | None) -> None:
+def _check_group(
+    sink: Sink, i: int, e: dict, a: dict, groups: dict | None, rank: int | None, unknown_groups: dict[str, int]
+) -> None:
     bad: list[str] = []
     size, own = a["Group size"], a["Rank"]
     if groups is not None:
         name = a["Process Group Name"]
         cfg = groups.get(name)
-        if cfg is None:
-            known = ", ".join(repr(n) for n in groups) or "none"
-            bad.append(f"Process Group Name {name!r} is no pg_name of distributedInfo.pg_config ({known})")
+        if cfg is None:  # made after the profiler started: warned once (check_collectives)
+            unknown_groups[name] = unknown_groups.get(name, 0) + 1
         else:
             ranks = cfg.get("ranks")
             if a[JOIN_KEY] != cfg.get("pg_desc"):
@@ -693,6 +714,8 @@ def _check_group(sink: Sink, i: int, e: dict, a: dict, groups: dict | None, rank
         key = "Src Rank" if coll == "send" else "Dst Rank"
         if a[key] != own:
             bad.append(f"{key} {a[key]} of a {coll} is not its Rank {own}")
+        if a["Src Rank"] == a["Dst Rank"]:
+            bad.append(f"its Src Rank and Dst Rank are both {a['Src Rank']}: a {coll} goes to another rank")
     if bad:
         sink.add("collective-group-mismatch", f"{_row(e)}: {'; '.join(bad)} ({COLLECTIVE_FIX})", i)
 
@@ -739,7 +762,7 @@ def _check_seq(ev: list, sink: Sink, joined: list[int]) -> int:
     for i in joined:
         a = _args(ev[i])
         seq = a.get("Seq")
-        if _is_int(seq) and seq >= 0:
+        if _is_int(seq) and seq >= 1:
             by_group[str(a.get("Process Group Name"))].append(i)
     fix = (
         "Seq numbers a group's collectives in launch order, and one stream runs them in that order; the trace "
@@ -747,6 +770,15 @@ def _check_seq(ev: list, sink: Sink, joined: list[int]) -> int:
         "re-profile"
     )
     for group, rows in by_group.items():
+        numbers = sorted(_args(ev[i])["Seq"] for i in rows)
+        gaps = [(a, b) for a, b in pairwise(numbers) if b > a + 1]
+        if gaps:
+            a, b = gaps[0]
+            sink.add(
+                "collective-seq-order",
+                f"group {group!r} has Seq {a} and then {b}: torch-mspti numbers a group's calls in the window one "
+                f"after another, so the rows between them are missing ({len(gaps)} gap(s); {fix})",
+            )
         first: dict[int, int] = {}
         lanes: dict[tuple, list] = defaultdict(list)
         for i in rows:
@@ -775,7 +807,7 @@ def _check_seq(ev: list, sink: Sink, joined: list[int]) -> int:
     return sum(len(rows) for rows in by_group.values())
 
 
-def _check_collective_counts(sink: Sink, health: dict | None, rows: int, joined: int) -> None:
+def _check_collective_counts(sink: Sink, health: dict | None, rows: int, joined: int, with_seq: int) -> None:
     if not isinstance(health, dict) or "collectives" not in health:
         return  # a health report from before the join counts no collectives
     block = health["collectives"]
@@ -786,6 +818,28 @@ def _check_collective_counts(sink: Sink, health: dict | None, rows: int, joined:
             "edited; re-profile)",
         )
         return
+    counts = {k: block.get(k) for k in ("rows", "joined", "unjoined", "no_marker", "bad_message", "no_group", "no_seq")}
+    if all(_is_int(v) for v in counts.values()):
+        c = counts
+        broken = []
+        if c["unjoined"] != c["rows"] - c["joined"]:
+            broken.append(f"unjoined {c['unjoined']} is not rows {c['rows']} - joined {c['joined']}")
+        if c["no_marker"] + c["bad_message"] + c["no_group"] != c["unjoined"]:
+            broken.append(
+                f"no_marker {c['no_marker']} + bad_message {c['bad_message']} + no_group {c['no_group']} is not "
+                f"unjoined {c['unjoined']}"
+            )
+        if c["joined"] == joined and c["joined"] - c["no_seq"] != with_seq:
+            broken.append(
+                f"joined {c['joined']} - no_seq {c['no_seq']} = {c['joined'] - c['no_seq']} rows should carry Seq, "
+                f"but {with_seq} do"
+            )
+        if broken:
+            sink.add(
+                "collective-count-mismatch",
+                f"the health report's collectives block disagrees with itself or with the rows: {'; '.join(broken)} "
+                "(the trace was edited; re-profile)",
+            )
     for key, n, what in (("rows", rows, "collective rows"), ("joined", joined, "joined collective rows")):
         v = block.get(key)
         if not _is_int(v):

@@ -31,6 +31,7 @@ communicator numbers its collectives under a lock.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import warnings
 
@@ -71,3 +72,4 @@ def register() -> None:
                 lib.impl(op, hccl_ops.unsupported(op), "PrivateUse1")
         _library = lib
         _registered = True
+        atexit.register(hccl_ops.wait_for_pending_works)  # no completion callback during finalisation

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import threading
+import time
 from collections.abc import Sequence
 
 import torch
@@ -139,9 +140,33 @@ def _future_of(gloo_work) -> torch.futures.Future:
         return fut
 
 
+# Works whose completion (a Python callback, run on gloo's thread) has not finished yet. Such a callback
+# must not start while the interpreter finalises: the thread would need the GIL then, and CPython ends a
+# thread that asks for it at that point, which in gloo's C++ thread is std::terminate (SIGABRT at exit).
+# So the interpreter's exit waits for them first (wait_for_pending_works, registered with atexit).
+_pending_lock = threading.Lock()
+_pending: set[int] = set()
+_EXIT_WAIT_S = 10.0  # a transfer whose peer is gone never completes: exit anyway after this long
+
+
+def wait_for_pending_works(timeout_s: float = _EXIT_WAIT_S) -> int:
+    """Wait until every started collective has completed (its Work's callbacks included), at most
+    ``timeout_s`` seconds; returns how many are still pending. Registered with atexit by :func:`hccl.register`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with _pending_lock:
+            left = len(_pending)
+        if left == 0 or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.002)
+
+
 def _work(gloo_works: list, value: list[torch.Tensor], device: torch.device, after=None):
     """A c10d Work that completes (value = the npu tensors) when all gloo transfers have finished."""
     fut = torch.futures.Future(devices=[device])
+    key = id(fut)
+    with _pending_lock:
+        _pending.add(key)
 
     def done(all_done) -> None:
         try:
@@ -152,7 +177,11 @@ def _work(gloo_works: list, value: list[torch.Tensor], device: torch.device, aft
         except Exception as exc:  # a transfer failed: the Work's wait() raises it
             fut.set_exception(exc)
             return
-        fut.set_result(value)
+        else:
+            fut.set_result(value)
+        finally:
+            with _pending_lock:
+                _pending.discard(key)
 
     torch.futures.collect_all([_future_of(w) for w in gloo_works]).add_done_callback(done)
     return torch._C._distributed_c10d._create_work_from_future(fut).boxed()

@@ -186,6 +186,29 @@ TEST(CollectiveJoin, PointToPointRowsNameBothEndsAsGroupRanks) {
   EXPECT_EQ(a.at("Out msg nelems"), "5");
 }
 
+TEST(CollectiveJoin, APeerOutsideTheGroupIsABadMessage) {
+  Fixture f;
+  f.row(&kSend, 1000, 1100, 5);
+  f.range(true, 0, 6, 990, 1100, message("HcclSend", kComm, ",\\\"destRank\\\": \\\"7\\\""));
+  SessionCounters c;
+  CollectiveTable::build(f.launches, f.markers, groupOf(kComm, 0), true, groupOf(kComm, 1), c);
+  EXPECT_EQ(c.collectivesJoined, 0u);
+  EXPECT_EQ(c.collectivesBadMessage, 1u);
+}
+
+TEST(CollectiveJoin, AGroupDestroyedBeforeStopIsNamedFromTheStartSampleWithoutSeq) {
+  Fixture f;
+  f.row(&kAllReduce, 1000, 1100, 4);
+  f.range(true, 0, 6, 990, 1100, message("HcclAllreduce", kComm));
+  SessionCounters c;
+  const CollectiveTable t = CollectiveTable::build(f.launches, f.markers, groupOf(kComm, 3), true, {}, c);
+  EXPECT_EQ(c.collectivesJoined, 1u);
+  EXPECT_EQ(c.collectivesNoSeq, 1u);
+  const auto a = describe(t, f, 0);
+  EXPECT_EQ(a.at("Process Group Name"), "0");
+  EXPECT_EQ(a.count("Seq"), 0u);
+}
+
 TEST(CollectiveJoin, SeqNumbersTheGroupsRowsByDeviceStartOnlyWhenTheyAreExactlyItsCalls) {
   Fixture f;  // three rows of one group, launched in another order than they ran
   f.row(&kAllReduce, 3000, 3100, 4);
