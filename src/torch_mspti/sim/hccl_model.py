@@ -17,8 +17,8 @@ Names (one :class:`Collective` per c10d collective):
 
 The MSPTI record's ``name`` is HCCL's op name ``hcom_<kind>__<c>_<i>_1`` (e.g. ``hcom_allReduce__674_0_1``,
 as in msprof/MindStudio exports): ``<c>`` is the last three digits of the communicator name, ``<i>`` the index
-of the collective in its communicator (every rank counts the same collectives, so the same collective has the
-same name on every rank).
+of the HCCL call in its communicator, sends and receives included (so the same collective has the same name on
+every rank of the communicator as long as they made the same number of calls on it).
 """
 
 from __future__ import annotations
