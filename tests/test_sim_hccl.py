@@ -360,6 +360,11 @@ def test_each_collective_has_the_same_seq_and_group_on_every_rank(run, request):
                 by_group.setdefault(a["Process Group Name"], []).append(facts)
             per_rank.append({g: sorted(v) for g, v in by_group.items()})
         assert per_rank[0] and all(p == per_rank[0] for p in per_rank[1:]), (key, per_rank)
+        # torch-mspti ranks says the same of these traces
+        cmd = [sys.executable, "-m", "torch_mspti_cli", "ranks", "--json", *(r[key] for r in results)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        doc = json.loads(proc.stdout)
+        assert proc.returncode == 0 and doc["ok"] and doc["compared"] >= len(per_rank[0]), (proc.stderr, doc)
 
 
 @pytest.mark.parametrize("run", RUNS)

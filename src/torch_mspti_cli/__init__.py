@@ -1,4 +1,4 @@
-"""The ``torch-mspti`` command line: ``doctor``, ``check`` and ``demo``.
+"""The ``torch-mspti`` command line: ``doctor``, ``check``, ``ranks`` and ``demo``.
 
 A top-level package outside torch_mspti and free of torch: importing any ``torch_mspti.<sub>``
 runs ``torch_mspti/__init__.py``, which imports torch (seconds). So ``--help``, ``--version`` and
@@ -108,6 +108,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept a trace without kernels, copies or memsets (a CPU-only profile)",
     )
     c.set_defaults(command_module="cmd_check")
+
+    r = sub.add_parser(
+        "ranks",
+        help="compare one trace per rank: the same Seq of a group names the same collective on every rank",
+    )
+    r.add_argument(
+        "traces", metavar="TRACE", nargs="+", help="one trace per rank (JSON, optionally gzip), or a directory of them"
+    )
+    r.add_argument("--json", action="store_true", help="print the report as JSON")
+    r.add_argument(
+        "--max-problems", type=_count_arg(0), default=20, metavar="N", help="list at most N disagreements (default: 20)"
+    )
+    r.set_defaults(command_module="cmd_ranks")
 
     m = sub.add_parser("demo", help="profile a demo workload and write its trace")
     cmd_demo.add_arguments(m, _count_arg)

@@ -1,0 +1,156 @@
+"""Rank against rank: do the per-rank traces of one job describe the same collectives alike?
+
+Pure Python (no torch). Each trace is one rank's (``distributedInfo.rank``); its joined collective
+rows (those with ``Process Group Description``, README "Collectives and multi-rank runs") name their
+group (``Process Group Name``, ``Process Group Ranks``) and their number in it (``Seq``). For each
+group, every pair of member ranks whose traces both hold a given ``Seq`` must agree on what that call
+was: its ``Collective name`` (a send on one rank is a receive on its peer: both are ``send/recv``),
+``dtype`` and group ranks, and for a send or receive its ``Src Rank`` and ``Dst Rank``. A rank's
+trace may hold fewer numbers than another's (its window started later or ended earlier); only the
+numbers both hold are compared. Several traces of one rank (one per profiling cycle) are read as
+that rank's calls together.
+
+Disagreements are reported with the group, the Seq and what each rank says. The likeliest cause
+on torch_npu: the group's sequence number counts sends and receives too (docs/torch_npu.md 6), so
+after point-to-point calls between some of a group's ranks its ranks number the same collective
+differently.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from .check import _events_of, load_trace
+
+__all__ = ["RankTrace", "Disagreement", "RanksReport", "read_rank", "compare_ranks"]
+
+_P2P = ("send", "recv")
+
+
+@dataclass(frozen=True)
+class RankTrace:
+    """One rank's joined collective rows: group -> Seq -> what the call was."""
+
+    path: str
+    rank: int | None
+    calls: dict[str, dict[int, tuple]]  # pg_name -> Seq -> (collective, dtype, ranks, src, dst)
+    group_ranks: dict[str, list[int]]  # pg_name -> global ranks (from the rows' Process Group Ranks)
+    rows: int  # joined rows with a Seq
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    group: str
+    seq: int
+    ranks: tuple[int, int]
+    says: tuple[tuple, tuple]
+
+    def message(self) -> str:
+        a, b = self.ranks
+        return (
+            f"group {self.group!r}, Seq {self.seq}: rank {a} has {_describe(self.says[0])}, rank {b} has "
+            f"{_describe(self.says[1])}"
+        )
+
+
+@dataclass
+class RanksReport:
+    traces: list[RankTrace]
+    compared: int = 0  # (group, Seq, pair of ranks) compared
+    disagreements: list[Disagreement] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # traces that cannot take part, and why
+
+    @property
+    def ok(self) -> bool:
+        return not self.disagreements and not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "traces": [
+                {"path": t.path, "rank": t.rank, "rows": t.rows, "groups": sorted(t.calls)} for t in self.traces
+            ],
+            "compared": self.compared,
+            "disagreements": [
+                {"group": d.group, "seq": d.seq, "ranks": list(d.ranks), "says": [list(s) for s in d.says]}
+                for d in self.disagreements
+            ],
+            "problems": self.problems,
+        }
+
+
+def _describe(call: tuple) -> str:
+    collective, dtype, ranks, src, dst = call
+    peer = f" from group rank {src} to {dst}" if collective == "send/recv" else ""
+    return f"{collective} of {dtype} in group ranks {ranks}{peer}"
+
+
+def _ranks_of(text: Any) -> list[int] | None:
+    if not isinstance(text, str) or not text.startswith("[") or not text.endswith("]"):
+        return None
+    try:
+        return [int(x) for x in text[1:-1].split(",") if x.strip()]
+    except ValueError:
+        return None
+
+
+def read_rank(path: str) -> RankTrace:
+    """The joined collective rows of one trace (raises check.TraceFileError when unreadable)."""
+    trace = load_trace(path)
+    info = trace.get("distributedInfo") if isinstance(trace, dict) else None
+    rank = info.get("rank") if isinstance(info, dict) and type(info.get("rank")) is int else None
+    calls: dict[str, dict[int, tuple]] = defaultdict(dict)
+    group_ranks: dict[str, list[int]] = {}
+    rows = 0
+    for e in _events_of(trace, path):
+        a = e.get("args") if isinstance(e, dict) else None
+        if not isinstance(a, dict) or "Process Group Description" not in a or type(a.get("Seq")) is not int:
+            continue
+        group = str(a.get("Process Group Name"))
+        collective = a.get("Collective name")
+        p2p = collective in _P2P
+        call = (
+            "send/recv" if p2p else collective,
+            a.get("dtype"),
+            a.get("Process Group Ranks"),
+            a.get("Src Rank") if p2p else None,
+            a.get("Dst Rank") if p2p else None,
+        )
+        calls[group][a["Seq"]] = call
+        members = _ranks_of(a.get("Process Group Ranks"))
+        if members is not None:
+            group_ranks[group] = members
+        rows += 1
+    return RankTrace(path, rank, dict(calls), group_ranks, rows)
+
+
+def compare_ranks(traces: list[RankTrace]) -> RanksReport:
+    """Every pair of member ranks of each group, on the Seq numbers both traces hold."""
+    report = RanksReport(traces)
+    # Several traces of one rank (one per profiling cycle of a schedule) are one rank's calls: Seq
+    # numbers a group's calls over the whole run, so the same Seq in two of them is the same call.
+    by_rank: dict[int, dict[str, dict[int, tuple]]] = {}
+    for t in traces:
+        if t.rank is None:
+            report.problems.append(f"{t.path}: no distributedInfo.rank, so it cannot be compared with the others")
+            continue
+        mine = by_rank.setdefault(t.rank, {})
+        for group, calls in t.calls.items():
+            have = mine.setdefault(group, {})
+            for seq, call in calls.items():
+                if seq in have and have[seq] != call:
+                    report.disagreements.append(Disagreement(group, seq, (t.rank, t.rank), (have[seq], call)))
+                have.setdefault(seq, call)
+    groups = sorted({g for calls in by_rank.values() for g in calls})
+    for group in groups:
+        holders = sorted(r for r, calls in by_rank.items() if group in calls)
+        for i, a in enumerate(holders):
+            for b in holders[i + 1 :]:
+                ta, tb = by_rank[a][group], by_rank[b][group]
+                for seq in sorted(set(ta) & set(tb)):
+                    report.compared += 1
+                    if ta[seq] != tb[seq]:
+                        report.disagreements.append(Disagreement(group, seq, (a, b), (ta[seq], tb[seq])))
+    return report

@@ -1,0 +1,124 @@
+"""``torch-mspti ranks``: one trace per rank, compared collective by collective (pure Python, no torch).
+
+Synthetic traces: each rank's joined collective rows (README "Collectives and multi-rank runs"). The
+2-rank simulator run is compared the same way in tests/test_sim_hccl.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from torch_mspti_cli import main
+from torch_mspti_cli.ranks import compare_ranks, read_rank
+
+WORLD = "[0, 1, 2, 3]"
+
+
+def _row(seq: int, collective: str, group: str = "0", ranks: str = WORLD, src=None, dst=None, dtype="Float") -> dict:
+    args = {
+        "Collective name": collective,
+        "dtype": dtype,
+        "Process Group Name": group,
+        "Process Group Description": "default_pg" if group == "0" else "pair",
+        "Process Group Ranks": ranks,
+        "Seq": seq,
+    }
+    if src is not None:
+        args |= {"Src Rank": src, "Dst Rank": dst}
+    return {"ph": "X", "cat": "kernel", "name": f"hcom_{collective}__1_{seq}_1", "ts": seq, "dur": 1, "args": args}
+
+
+def _write(path: Path, rank: int | None, rows: list[dict], gz: bool = False) -> str:
+    trace = {"traceEvents": rows}
+    if rank is not None:
+        trace["distributedInfo"] = {"rank": rank, "world_size": 4, "pg_config": []}
+    data = json.dumps(trace).encode()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return str(path)
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of ``torch-mspti ranks ARGV``."""
+    rc = main(["ranks", *argv])
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def test_ranks_that_number_the_same_calls_alike_agree(tmp_path, capsys):
+    # rank 1 started its window one call later: only the numbers both hold are compared
+    a = _write(tmp_path / "rank0.json", 0, [_row(1, "allreduce"), _row(2, "allgather"), _row(3, "broadcast")])
+    b = _write(tmp_path / "rank1.json.gz", 1, [_row(2, "allgather"), _row(3, "broadcast")], gz=True)
+    rc, out, _ = _run(capsys, str(tmp_path))
+    assert rc == 0 and "OK: the ranks agree" in out, out
+    report = compare_ranks([read_rank(a), read_rank(b)])
+    assert (report.ok, report.compared) == (True, 2)
+
+
+def test_a_send_matches_its_peers_receive_and_a_wrong_peer_does_not(tmp_path):
+    send = _write(tmp_path / "r0.json", 0, [_row(1, "send", src=0, dst=1)])
+    recv = _write(tmp_path / "r1.json", 1, [_row(1, "recv", src=0, dst=1)])
+    assert compare_ranks([read_rank(send), read_rank(recv)]).ok
+    other = _write(tmp_path / "r1b.json", 1, [_row(1, "recv", src=2, dst=1)])
+    report = compare_ranks([read_rank(send), read_rank(other)])
+    assert not report.ok and "from group rank 0 to 1" in report.disagreements[0].message()
+
+
+def test_point_to_point_calls_of_some_ranks_shift_the_others_numbers_and_are_reported(tmp_path, capsys):
+    """torch_npu's group sequence number counts sends and receives too (docs/torch_npu.md 6): after rank
+    0 sent to rank 1, the all-reduce is Seq 2 on ranks 0 and 1 and Seq 1 on ranks 2 and 3."""
+    _write(tmp_path / "rank0.json", 0, [_row(1, "send", src=0, dst=1), _row(2, "allreduce")])
+    _write(tmp_path / "rank1.json", 1, [_row(1, "recv", src=0, dst=1), _row(2, "allreduce")])
+    _write(tmp_path / "rank2.json", 2, [_row(1, "allreduce")])
+    _write(tmp_path / "rank3.json", 3, [_row(1, "allreduce")])
+    rc, out, _ = _run(capsys, str(tmp_path))
+    assert rc == 1 and "collective-ranks-disagree" in out and "sends and receives too" in out, out
+    assert "group '0', Seq 1: rank 0 has send/recv of Float" in " ".join(out.split()), out
+    rc, out, _ = _run(capsys, "--json", str(tmp_path))
+    doc = json.loads(out)
+    assert rc == 1 and not doc["ok"] and len(doc["disagreements"]) == 4 and doc["compared"] == 7, doc
+
+
+def test_several_traces_of_one_rank_are_its_calls_together(tmp_path, capsys):
+    # one trace per profiling cycle: rank 0's two windows against rank 1's one
+    _write(tmp_path / "rank0_a.json", 0, [_row(1, "allreduce")])
+    _write(tmp_path / "rank0_b.json", 0, [_row(5, "allgather")])
+    _write(tmp_path / "rank1.json", 1, [_row(1, "allreduce"), _row(5, "broadcast")])
+    rc, out, _ = _run(capsys, str(tmp_path))
+    assert rc == 1 and "Seq 5: rank 0 has allgather" in " ".join(out.split()), out
+
+
+def test_groups_are_compared_among_their_members_only(tmp_path):
+    pair = "[0, 1]"
+    a = _write(tmp_path / "r0.json", 0, [_row(1, "allreduce", "1", pair)])
+    b = _write(tmp_path / "r1.json", 1, [_row(1, "allreduce", "1", pair)])
+    c = _write(tmp_path / "r2.json", 2, [_row(1, "broadcast", "2", "[2, 3]")])
+    report = compare_ranks([read_rank(p) for p in (a, b, c)])
+    assert report.ok and report.compared == 1
+
+
+def test_what_cannot_be_compared_is_said(tmp_path, capsys):
+    one = _write(tmp_path / "only.json", 0, [_row(1, "allreduce")])
+    rc, _, err = _run(capsys, one)
+    assert rc == 2 and "at least two traces" in err
+    norank = _write(tmp_path / "norank.json", None, [_row(1, "allreduce")])
+    rc, out, _ = _run(capsys, one, norank)
+    assert rc == 1 and "no distributedInfo.rank" in " ".join(out.split()), out
+    rc, _, err = _run(capsys, one, str(tmp_path / "missing.json"))
+    assert rc == 2 and "no such file" in err
+    unjoined = _write(tmp_path / "unjoined.json", 1, [{"ph": "X", "cat": "kernel", "name": "hcom_x", "args": {}}])
+    rc, out, _ = _run(capsys, one, unjoined)
+    assert rc == 0 and "nothing to compare" in out, out
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_read_rank_takes_the_joined_numbered_rows_only(tmp_path, gz):
+    rows = [_row(1, "allreduce"), {"ph": "X", "cat": "kernel", "name": "k", "args": {"Seq": 3}}]
+    unnumbered = _row(2, "allgather")
+    del unnumbered["args"]["Seq"]
+    t = read_rank(_write(tmp_path / "t.json", 3, [*rows, unnumbered], gz=gz))
+    assert (t.rank, t.rows, t.calls) == (3, 1, {"0": {1: ("allreduce", "Float", WORLD, None, None)}})
+    assert t.group_ranks == {"0": [0, 1, 2, 3]}
