@@ -190,6 +190,18 @@ def test_every_member_of_a_group_has_the_same_collectives(traces):
             assert keys == first, f"group {pg_name}: rank {rank} {keys} != rank {members[0]} {first}"
 
 
+def test_torch_mspti_ranks_finds_the_eight_traces_in_agreement(run):
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_mspti_cli", "ranks", "--json", run["trace_dir"]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["ok"], (proc.stderr, doc)
+    assert sorted(t["rank"] for t in doc["traces"]) == list(range(RANKS)) and doc["compared"] > 0, doc
+
+
 # --------------------------------------------------------------------------------------- HTA
 
 
