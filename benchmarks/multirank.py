@@ -66,17 +66,9 @@ def _mesh(world: int):
 
 def _train_step(model, opt, batch) -> None:
     """One training step as torch_mspti.sim.workloads trains (forward, backward, optimizer ranges)."""
-    import torch
-    from torch.profiler import record_function
+    from torch_mspti.sim.workloads import train_step
 
-    x, target = batch()
-    with record_function("forward"):
-        loss = torch.nn.functional.mse_loss(model(x), target)
-    with record_function("backward"):
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-    with record_function("optimizer"):
-        opt.step()
+    train_step(model, opt, batch)
 
 
 def worker(out: Path, size: int, batch: int, latency_us: float) -> None:

@@ -118,3 +118,24 @@ def result(results: dict[str, Any], name: str) -> Any:
     r = results[name]
     assert r["ok"], f"check {name} failed in the child:\n{r['error']}"
     return r["value"]
+
+
+def run_once(tmp_path_factory, name: str, make):
+    """``make(out_dir)`` once per test session, even with xdist: the workers share the session's base
+    directory, the first one runs it under a lock and the others read its JSON result (a failed run is
+    retried by the next worker, which then reports its own failure). For the multi-process runs that
+    several test modules or workers assert on."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    done = root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.is_file():
+            return json.loads(done.read_text())
+        out = root / name
+        out.mkdir(exist_ok=True)
+        result = make(out)
+        done.write_text(json.dumps(result))
+        return result

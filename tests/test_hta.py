@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import hta_synthetic as syn
 import pytest
+from hta_synthetic import require_hta
 
 # HTA 0.5's own pandas idioms warn under pandas 2.3 (they do not change its results).
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning:hta")
@@ -31,15 +31,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning:hta")
 OVERLAPS = (0.5, 0.25)  # per rank: share of the all-reduce that overlaps computation
 STEPS = 3  # HTA drops the last profiler step by default: 2 are analysed
 ANALYSED = STEPS - 1
-
-
-def _require_hta() -> None:
-    try:
-        import hta.trace_analysis  # noqa: F401
-    except ImportError as exc:
-        if os.environ.get("TORCH_MSPTI_REQUIRE_HTA") == "1":
-            pytest.fail(f"TORCH_MSPTI_REQUIRE_HTA=1 but HolisticTraceAnalysis is not importable: {exc}")
-        pytest.skip(f"HolisticTraceAnalysis not installed (pip install '.[hta]'): {exc}")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +42,7 @@ def synthetic_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def adapted(synthetic_dir):
-    _require_hta()
+    require_hta()
     from torch_mspti.hta import trace_analysis
 
     return trace_analysis(synthetic_dir)
@@ -164,7 +155,7 @@ def test_bad_trace_dir_is_named(tmp_path):
 def test_plain_hta_misses_npu_launches_and_collectives(synthetic_dir):
     """What HTA 0.5 reports without the adapter: no communication at all, NaN overlap, no queue,
     no launch statistics. Memory rows are already recognised (kineto's Memcpy/Memset names)."""
-    _require_hta()
+    require_hta()
     from hta.trace_analysis import TraceAnalysis
 
     plain = TraceAnalysis(trace_dir=str(synthetic_dir))
@@ -280,7 +271,7 @@ def _load(path: Path) -> dict:
 def test_hta_on_a_simulated_single_rank_trace(tmp_path):
     """The plugin's launch rows as they are today (one rank, no collectives): HTA's launch statistics
     pair every kernel launched before the last profiler step with its launch; plain HTA pairs none."""
-    _require_hta()
+    require_hta()
     out = tmp_path / "trace.json"
     cmd = [sys.executable, "-m", "torch_mspti_cli", "demo", "--workload", "mlp", "--steps", "4", "--out", str(out)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
@@ -315,7 +306,7 @@ def test_hta_on_a_simulated_single_rank_trace(tmp_path):
 
 
 def test_hta_on_simulated_ddp_traces(tmp_path):
-    _require_hta()
+    require_hta()
     cmd = [sys.executable, "-m", "torch_mspti_cli", "demo", "--workload", "ddp", "--ranks", "2"]
     cmd += ["--out", str(tmp_path / "traces")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path)
@@ -390,7 +381,7 @@ def test_straggler_analysis_names_the_ranks_whose_collective_starts_last(straggl
     """HTA's late-start metric, on communication rows named as MSPTI names them: with one candidate
     it names the rank whose all-reduce starts last, with two the two latest. Plain HTA looks for
     ``ncclKernel`` rows only, finds none and fails."""
-    _require_hta()
+    require_hta()
     from hta.trace_analysis import TraceAnalysis
 
     from torch_mspti.hta import trace_analysis
@@ -412,7 +403,7 @@ def test_straggler_analysis_without_a_significant_collective_says_why(straggler_
     """HTA counts a collective only when it lasts 1% of the mean iteration or more: with every
     all-reduce shortened to 1 µs (of 1000 µs steps) none is left, and the adapter names that threshold
     instead of HTA's bare argmax error."""
-    _require_hta()
+    require_hta()
     from torch_mspti.hta import trace_analysis
 
     for path in straggler_dir.glob("*.json"):

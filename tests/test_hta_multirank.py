@@ -15,7 +15,6 @@ skip a failure).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
 import os
@@ -24,6 +23,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hta_synthetic import require_hta
+from sim_support import run_once
 
 # HTA 0.5's own pandas idioms warn under pandas 2.3 (they do not change its results).
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning:hta")
@@ -32,33 +33,6 @@ REPO = Path(__file__).resolve().parent.parent
 RUNNER = REPO / "benchmarks" / "multirank.py"
 RANKS = 8
 COMMUNICATION_ARGS = ("Collective name", "In msg nelems", "dtype")
-
-
-def _require_hta() -> None:
-    try:
-        import hta.trace_analysis  # noqa: F401
-    except ImportError as exc:
-        if os.environ.get("TORCH_MSPTI_REQUIRE_HTA") == "1":
-            pytest.fail(f"TORCH_MSPTI_REQUIRE_HTA=1 but HolisticTraceAnalysis is not importable: {exc}")
-        pytest.skip(f"HolisticTraceAnalysis not installed (pip install '.[hta]'): {exc}")
-
-
-def _once(tmp_path_factory, name: str, make):
-    """``make(out_dir)`` once per test session, even with xdist (tests/test_sim_hccl.py's pattern): the
-    workers share the session's base directory, the first one runs it under a lock and the others read
-    its JSON result."""
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    done = root / f"{name}.json"
-    with open(root / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.is_file():
-            return json.loads(done.read_text())
-        out = root / name
-        out.mkdir(exist_ok=True)
-        result = make(out)
-        done.write_text(json.dumps(result))
-        return result
 
 
 def _run(out: Path) -> dict:
@@ -71,8 +45,8 @@ def _run(out: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> dict:
-    _require_hta()
-    result = _once(tmp_path_factory, "hta_multirank", _run)
+    require_hta()
+    result = run_once(tmp_path_factory, "hta_multirank", _run)
     out = Path(result["out"])
     report = out / "report.json"
     assert report.is_file(), f"the runner wrote no report (rc {result['rc']}):\n{result['stdout'][-3000:]}\n{result['stderr'][-6000:]}"  # fmt: skip

@@ -19,7 +19,6 @@ The hardware test at the end runs the same check on real devices with torch_npu'
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -33,7 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import simrun
 from hw_support import parse_devices
-from sim_support import require_simulator
+from sim_support import require_simulator, run_once
 
 from torch_mspti.sim import hccl_model
 
@@ -98,28 +97,10 @@ def _torchrun(out: Path, device: str, launch_mode: str, ranks: int, env: dict[st
     return _results(out, proc, ranks)
 
 
-def _once(tmp_path_factory, name: str, make):
-    """``make(out_dir)`` once per test session, even with xdist: the workers share the session's base
-    directory, the first one runs it under a lock and the others read its JSON result (a failed run is
-    retried by the next worker, which then reports its own failure)."""
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    done = root / f"{name}.json"
-    with open(root / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.is_file():
-            return json.loads(done.read_text())
-        out = root / name
-        out.mkdir(exist_ok=True)
-        result = make(out)
-        done.write_text(json.dumps(result))
-        return result
-
-
 @pytest.fixture(scope="module")
 def torchrun_direct(tmp_path_factory) -> list[dict]:
     require_simulator()
-    return _once(tmp_path_factory, "hccl_torchrun", lambda out: _torchrun(out, "sim", "direct", RANKS, _env()))
+    return run_once(tmp_path_factory, "hccl_torchrun", lambda out: _torchrun(out, "sim", "direct", RANKS, _env()))
 
 
 def _spawn(out: Path, launch_mode: str) -> list[dict]:
@@ -136,7 +117,7 @@ def _spawn(out: Path, launch_mode: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def spawn_queued(tmp_path_factory) -> list[dict]:
     require_simulator()
-    return _once(tmp_path_factory, "hccl_spawn", lambda out: _spawn(out, "queued"))
+    return run_once(tmp_path_factory, "hccl_spawn", lambda out: _spawn(out, "queued"))
 
 
 def _mstx_fields(message: str) -> dict[str, str]:
@@ -488,7 +469,7 @@ def _demo(out_dir: Path) -> dict:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     require_simulator()
-    run = _once(tmp_path_factory, "hccl_demo", _demo)
+    run = run_once(tmp_path_factory, "hccl_demo", _demo)
     return subprocess.CompletedProcess([], run["rc"], run["stdout"], run["stderr"]), Path(run["out"])
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule, tensorboard_trace_handler
 
-__all__ = ["WORKLOADS", "DEFAULTS", "phases", "mlp", "transformer"]
+__all__ = ["WORKLOADS", "DEFAULTS", "phases", "mlp", "transformer", "train_step"]
 
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 #: workload -> (size, profiled steps) when the caller gives none; phases' reference size is 4096,
@@ -102,6 +102,20 @@ def _cycle_handler(trace_dir: str | None, out: str, worker_name: str | None = No
     return handler
 
 
+def train_step(model: torch.nn.Module, opt: torch.optim.Optimizer, make_batch: Callable) -> torch.Tensor:
+    """One training step of the workloads: a batch from ``make_batch()`` (input, target), then the
+    ``forward`` (MSE loss), ``backward`` and ``optimizer`` ranges. Returns the loss (on the device)."""
+    x, target = make_batch()
+    with record_function("forward"):
+        loss = torch.nn.functional.mse_loss(model(x), target)
+    with record_function("backward"):
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+    with record_function("optimizer"):
+        opt.step()
+    return loss
+
+
 def _train(
     model: torch.nn.Module,
     make_batch: Callable,
@@ -120,14 +134,7 @@ def _train(
     handler = _cycle_handler(trace_dir, out, worker_name)
     with profile(activities=ACTIVITIES, schedule=sched, on_trace_ready=handler) as prof:
         for _ in range(1 + steps):
-            x, target = make_batch()
-            with record_function("forward"):
-                loss = torch.nn.functional.mse_loss(model(x), target)
-            with record_function("backward"):
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-            with record_function("optimizer"):
-                opt.step()
+            loss = train_step(model, opt, make_batch)
             if copies:
                 loss.item()
             prof.step()
