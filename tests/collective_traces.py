@@ -26,7 +26,7 @@ ROWS = [
     (440, COMM0, "reduce_scatter", 1024, 256, 3, None),
     (450, COMM1, "all_to_all", 128, 128, 3, None),
     (460, COMM0, "all_to_allv", 512, None, 4, None),
-    (480, COMM0, "broadcast", 32, 32, None, None),  # a collective the session could not number
+    (480, COMM0, "broadcast", 32, 32, 5, None),
 ]
 JOIN_ONLY = (
     "Process Group Description",

@@ -679,8 +679,8 @@ def test_a_joined_two_group_trace_passes_with_its_collective_counts():
     trace = _collective_trace()
     report = check_trace(trace)
     assert report.ok and report.warnings == [], report.to_dict()
-    assert report.stats.collectives == {"rows": 8, "joined": 8, "with_seq": 7}
-    assert report.to_dict()["stats"]["collectives"] == {"rows": 8, "joined": 8, "with_seq": 7}
+    assert report.stats.collectives == {"rows": 8, "joined": 8, "with_seq": 8}
+    assert report.to_dict()["stats"]["collectives"] == {"rows": 8, "joined": 8, "with_seq": 8}
     # torch writes distributedInfo as JSON; a copy that kept it as a JSON string is read the same
     trace["distributedInfo"] = json.dumps(trace["distributedInfo"])
     assert check_trace(trace).ok
@@ -741,6 +741,7 @@ COLLECTIVE_BROKEN = [
     ("collective-args", _set_arg("allreduce", "Process Group Ranks", [0, 1, 2, 3]), "Process Group Ranks [0, 1, 2, 3] is a list"),
     ("collective-args", _set_arg("allreduce", "Seq", -1), "Seq -1 is not an integer >= 1"),
     ("collective-args", _set_arg("allreduce", "Seq", 0), "Seq 0 is not an integer >= 1"),
+    ("collective-args", _set_arg("allreduce", "In msg nelems", -8), "In msg nelems -8 is negative"),
     ("collective-args", _set_arg("allreduce", "Collective name", "foo"), "Collective name 'foo' is none that torch-mspti writes"),
     ("collective-args", _set_arg("allreduce", "Collective name", ["allreduce"]),
      "Collective name ['allreduce'] is a list, not a string"),
@@ -765,13 +766,16 @@ COLLECTIVE_BROKEN = [
     ("collective-nelems-mismatch", _set_arg("reduce_scatter", "In msg nelems", 256),
      "In msg nelems 256 is not Out msg nelems 256 x Group size 4 = 1024"),
     ("collective-nelems-mismatch", _set_arg("all_to_all", "Out msg nelems", 64), "Out msg nelems 64 is not In msg nelems 128"),
-    ("collective-seq-order", lambda t: (_set_arg("reduce_scatter", "Seq", 2)(t), _set_arg("all_to_allv", "Seq", 3)(t)),
+    ("collective-seq-order",
+     lambda t: (_set_arg("reduce_scatter", "Seq", 2)(t), _set_arg("all_to_allv", "Seq", 3)(t), _set_arg("broadcast", "Seq", 4)(t)),
      "in group '0' has Seq 2, as has collective 'hcom_allgather"),
     ("collective-seq-order", lambda t: (_set_arg("recv", "Seq", 1)(t), _set_arg("all_to_all", "Seq", 2)(t)),
      "'hcom_recv__430_0_1' at ts 430.000 in group '1' has Seq 1, as has"),
     ("collective-seq-order", lambda t: (_set_arg("allgather", "Seq", 3)(t), _set_arg("reduce_scatter", "Seq", 2)(t)),
      "'hcom_reduce_scatter__440_0_1' at ts 440.000 in group '0' has Seq 2, below Seq 3 of collective 'hcom_allgather"),
-    ("collective-seq-order", _set_arg("all_to_allv", "Seq", 9), "group '0' has Seq 3 and then 9"),
+    ("collective-seq-order", _set_arg("broadcast", "Seq", 9), "group '0' has Seq 4 and then 9"),
+    ("collective-seq-order", lambda t: (_drop_key("broadcast", "Seq")(t), _counts(no_seq=1)(t)),
+     "group '0' has 4 row(s) with Seq and 1 without"),
     ("collective-no-distributed-info", lambda t: t.pop("distributedInfo"), "the trace has no distributedInfo"),
     ("collective-no-distributed-info", _without("pg_config"), "a distributedInfo without a pg_config list"),
     ("collective-no-distributed-info", _without("rank"), "a distributedInfo whose rank is None, not an integer"),
@@ -779,8 +783,15 @@ COLLECTIVE_BROKEN = [
      "counts 9 collective rows (collectives.rows) but the trace holds 8"),
     ("collective-count-mismatch", _counts(joined=7, unjoined=1, no_group=1),
      "counts 7 joined collective rows (collectives.joined) but the trace holds 8"),
-    ("collective-count-mismatch", _counts(no_seq=3), "joined 8 - no_seq 3 = 5 rows should carry Seq, but 7 do"),
+    ("collective-count-mismatch", _counts(no_seq=3), "joined 8 - no_seq 3 = 5 rows should carry Seq, but 8 do"),
     ("collective-count-mismatch", _counts(unjoined=2), "unjoined 2 is not rows 8 - joined 8"),
+    ("collective-count-mismatch", _counts(no_marker=1, no_group=-1), "no integers >= 0: no_group -1"),
+    ("collective-group-mismatch",  # group "1" made after start: not in pg_config, its own ranks still checked
+     lambda t: (
+         t["distributedInfo"].__setitem__("pg_config", t["distributedInfo"]["pg_config"][:1]),
+         _set_arg("all_to_all", "Group size", 3)(t),
+     ),
+     "Group size 3 is not the 2 ranks of Process Group Ranks '[1, 3]'"),
     ("collective-count-mismatch", _counts(rows="8"), "collectives.rows is '8', not an integer"),
 ]  # fmt: skip
 
@@ -797,7 +808,7 @@ def test_each_broken_collective_fails_naming_the_field(rule, mutate, words):
     (problem,) = report.problems
     assert words in problem.message, problem.message
     assert "re-profile" in problem.message
-    assert [w.rule for w in report.warnings] in ([], ["collectives-not-joined"])
+    assert [w.rule for w in report.warnings] in ([], ["collectives-not-joined"], ["collective-group-not-in-pg-config"])
 
 
 def test_a_row_in_error_is_named_with_its_time_and_event():
@@ -864,7 +875,7 @@ def test_some_rows_unjoined_are_counted_in_the_warning_and_checked_against_the_h
     assert report.ok and [w.message[:50] for w in report.warnings] == [
         "2 of 8 collective rows are not joined with their p"
     ]
-    assert report.stats.collectives == {"rows": 8, "joined": 6, "with_seq": 5}
+    assert report.stats.collectives == {"rows": 8, "joined": 6, "with_seq": 6}
 
 
 def test_rows_of_a_torch_mspti_before_the_join_only_warn():

@@ -58,13 +58,16 @@ def test_ranks_that_number_the_same_calls_alike_agree(tmp_path, capsys):
     assert (report.ok, report.compared) == (True, 2)
 
 
-def test_a_send_matches_its_peers_receive_and_a_wrong_peer_does_not(tmp_path):
+def test_point_to_point_calls_match_each_other_whatever_their_direction_but_never_a_collective(tmp_path):
     send = _write(tmp_path / "r0.json", 0, [_row(1, "send", src=0, dst=1)])
     recv = _write(tmp_path / "r1.json", 1, [_row(1, "recv", src=0, dst=1)])
     assert compare_ranks([read_rank(send), read_rank(recv)]).ok
-    other = _write(tmp_path / "r1b.json", 1, [_row(1, "recv", src=2, dst=1)])
-    report = compare_ranks([read_rank(send), read_rank(other)])
-    assert not report.ok and "from group rank 0 to 1" in report.disagreements[0].message()
+    # two ranks that send to each other first both number a send
+    send_back = _write(tmp_path / "r1b.json", 1, [_row(1, "send", src=1, dst=0)])
+    assert compare_ranks([read_rank(send), read_rank(send_back)]).ok
+    collective = _write(tmp_path / "r1c.json", 1, [_row(1, "allreduce")])
+    report = compare_ranks([read_rank(send), read_rank(collective)])
+    assert not report.ok and "a send or receive in group ranks" in report.disagreements[0].message()
 
 
 def test_point_to_point_calls_of_some_ranks_shift_the_others_numbers_and_are_reported(tmp_path, capsys):
@@ -76,7 +79,7 @@ def test_point_to_point_calls_of_some_ranks_shift_the_others_numbers_and_are_rep
     _write(tmp_path / "rank3.json", 3, [_row(1, "allreduce")])
     rc, out, _ = _run(capsys, str(tmp_path))
     assert rc == 1 and "collective-ranks-disagree" in out and "sends and receives too" in out, out
-    assert "group '0', Seq 1: rank 0 has send/recv of Float" in " ".join(out.split()), out
+    assert "group '0', Seq 1: rank 0 has a send or receive" in " ".join(out.split()), out
     rc, out, _ = _run(capsys, "--json", str(tmp_path))
     doc = json.loads(out)
     assert rc == 1 and not doc["ok"] and len(doc["disagreements"]) == 4 and doc["compared"] == 7, doc
@@ -120,5 +123,54 @@ def test_read_rank_takes_the_joined_numbered_rows_only(tmp_path, gz):
     unnumbered = _row(2, "allgather")
     del unnumbered["args"]["Seq"]
     t = read_rank(_write(tmp_path / "t.json", 3, [*rows, unnumbered], gz=gz))
-    assert (t.rank, t.rows, t.calls) == (3, 1, {"0": {1: ("allreduce", "Float", WORLD, None, None)}})
+    assert (t.rank, t.rows, t.calls) == (3, 1, {"0": {1: ("allreduce", "Float", WORLD)}})
     assert t.group_ranks == {"0": [0, 1, 2, 3]}
+
+
+def test_a_group_made_again_under_its_name_is_another_communicator(tmp_path, capsys):
+    """destroy_process_group and init_process_group: group "0" again, Seq from 1 again, another comm name."""
+    first, again = _row(1, "allreduce"), _row(1, "allgather")
+    first["args"]["comm name"], again["args"]["comm name"] = "111", "222"
+    _write(tmp_path / "rank0_a.json", 0, [first])
+    _write(tmp_path / "rank0_b.json", 0, [again])
+    _write(tmp_path / "rank1_a.json", 1, [dict(first)])
+    _write(tmp_path / "rank1_b.json", 1, [dict(again)])
+    rc, out, _ = _run(capsys, str(tmp_path))
+    assert rc == 0 and "OK: the ranks agree" in out, out
+
+
+def test_a_rank_outside_a_group_that_has_its_rows_is_reported(tmp_path, capsys):
+    pair = "[0, 1]"
+    _write(tmp_path / "rank0.json", 0, [_row(1, "allreduce", "1", pair)])
+    _write(tmp_path / "rank5.json", 5, [_row(1, "allreduce", "1", pair)])
+    rc, out, _ = _run(capsys, str(tmp_path))
+    assert rc == 1 and "rank 5 has rows of group '1', whose ranks are [0, 1]" in " ".join(out.split()), out
+
+
+def test_unreadable_and_foreign_files(tmp_path, capsys):
+    good = _write(tmp_path / "rank0.json", 0, [_row(1, "allreduce")])
+    _write(tmp_path / "rank1.json", 1, [_row(1, "allreduce")])
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(gzip.compress(b'{"traceEvents": []}')[:12] + b"garbage" * 4)
+    rc, _, err = _run(capsys, good, str(broken))  # named: exit 2, one line
+    assert rc == 2 and "broken gzip data" in err and "Traceback" not in err, err
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    rc, _, err = _run(capsys, good, str(deep))
+    assert rc == 2 and "malformed trace" in err, err
+    (tmp_path / "config.json").write_text('{"lr": 0.1}')  # not a trace: a directory's stray file is skipped
+    rc, out, _ = _run(capsys, str(tmp_path))
+    flat = " ".join(out.split())
+    assert rc == 0 and "skipped" in flat and "config.json" in flat and "OK: the ranks agree" in flat, out
+
+
+def test_the_same_file_twice_is_one_rank(tmp_path, capsys):
+    one = _write(tmp_path / "rank0.json", 0, [_row(1, "allreduce")])
+    rc, out, _ = _run(capsys, one, one)
+    assert rc == 1 and "only rank(s) [0]" in " ".join(out.split()), out
+
+
+def test_a_distributed_info_written_as_a_json_string_is_read(tmp_path):
+    path = tmp_path / "rank2.json"
+    path.write_text(json.dumps({"traceEvents": [_row(1, "allreduce")], "distributedInfo": json.dumps({"rank": 2})}))
+    assert read_rank(str(path)).rank == 2

@@ -653,6 +653,7 @@ def _check_joined(
         for k, typ in fields
         if k in a and not _has_type(a[k], typ)
     ]
+    wrong += [f"{k} {a[k]} is negative" for k in ("In msg nelems", "Out msg nelems") if _is_int(a.get(k)) and a[k] < 0]
     if "Seq" in a and not (_is_int(a["Seq"]) and a["Seq"] >= 1):
         wrong.append(f"Seq {a['Seq']!r} is not an integer >= 1 (a group's calls are numbered from 1)")
     if coll is not None and coll not in _COLLECTIVES:
@@ -684,6 +685,21 @@ def _check_group(
         cfg = groups.get(name)
         if cfg is None:  # made after the profiler started: warned once (check_collectives)
             unknown_groups[name] = unknown_groups.get(name, 0) + 1
+            # its own Process Group Ranks must still hold this rank at its Rank, Group size of them
+            text = a["Process Group Ranks"]
+            try:
+                own_ranks = [int(x) for x in text.strip("[]").split(",") if x.strip()]
+            except ValueError:
+                own_ranks = None
+            if own_ranks is None or not text.startswith("["):
+                bad.append(f"Process Group Ranks {text!r} is not a list of ranks")
+            else:
+                if len(own_ranks) != size:
+                    bad.append(f"Group size {size} is not the {len(own_ranks)} ranks of Process Group Ranks {text!r}")
+                if rank is not None and rank not in own_ranks:
+                    bad.append(f"distributedInfo.rank {rank} is not among Process Group Ranks {text!r}")
+                elif rank is not None and own != own_ranks.index(rank):
+                    bad.append(f"Rank {own} is not this process's rank in Process Group Ranks {text!r}")
         else:
             ranks = cfg.get("ranks")
             if a[JOIN_KEY] != cfg.get("pg_desc"):
@@ -757,19 +773,43 @@ def _check_not_joined(sink: Sink, i: int, e: dict, a: dict) -> None:
 
 
 def _check_seq(ev: list, sink: Sink, joined: list[int]) -> int:
-    """Seq once per group, increasing with start time on each stream. Returns the rows with a Seq."""
-    by_group: dict[str, list[int]] = defaultdict(list)
+    """Seq once per group, increasing with start time on each stream; a group's rows all have one or
+    none does (the session numbers a group's rows only when it can number all of them). Returns the
+    rows with a Seq."""
+    # By group, and within it by HCCL communicator: a group made again under the same pg_name is another
+    # communicator, numbered from 1 again.
+    comms: dict[str, set] = defaultdict(set)
+    for i in joined:
+        a = _args(ev[i])
+        if isinstance(a.get("comm name"), str) and a["comm name"]:
+            comms[str(a.get("Process Group Name"))].add(a["comm name"])
+    by_group: dict[tuple[str, str], list[int]] = defaultdict(list)
+    without: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i in joined:
         a = _args(ev[i])
         seq = a.get("Seq")
+        name = str(a.get("Process Group Name"))
+        key = (name, str(a.get("comm name", "")) if len(comms[name]) > 1 else "")
         if _is_int(seq) and seq >= 1:
-            by_group[str(a.get("Process Group Name"))].append(i)
+            by_group[key].append(i)
+        elif "Seq" not in a:
+            without[key].append(i)
+    for key, rows in without.items():
+        if key in by_group:
+            group = key[0]
+            sink.add(
+                "collective-seq-order",
+                f"group {group!r} has {len(by_group[key])} row(s) with Seq and {len(rows)} without, e.g. "
+                f"{_row(ev[rows[0]])}: torch-mspti numbers all of a group's rows in a window or none (the trace "
+                "was edited; re-profile)",
+                rows[0],
+            )
     fix = (
         "Seq numbers a group's collectives in launch order, and one stream runs them in that order; the trace "
         "was edited or merged from several sessions, or torch-mspti numbered the group's collectives wrongly; "
         "re-profile"
     )
-    for group, rows in by_group.items():
+    for (group, _), rows in by_group.items():
         numbers = sorted(_args(ev[i])["Seq"] for i in rows)
         gaps = [(a, b) for a, b in pairwise(numbers) if b > a + 1]
         if gaps:
@@ -819,7 +859,18 @@ def _check_collective_counts(sink: Sink, health: dict | None, rows: int, joined:
         )
         return
     counts = {k: block.get(k) for k in ("rows", "joined", "unjoined", "no_marker", "bad_message", "no_group", "no_seq")}
-    if all(_is_int(v) for v in counts.values()):
+    odd = [  # rows and joined are checked below
+        f"{k} {v!r}"
+        for k, v in counts.items()
+        if k not in ("rows", "joined") and v is not None and not (_is_int(v) and v >= 0)
+    ]
+    if odd:
+        sink.add(
+            "collective-count-mismatch",
+            f"the health report's collectives block has counts that are no integers >= 0: {', '.join(odd)} (the "
+            "trace was edited; re-profile)",
+        )
+    elif all(_is_int(v) for v in counts.values()):
         c = counts
         broken = []
         if c["unjoined"] != c["rows"] - c["joined"]:

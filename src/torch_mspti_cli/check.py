@@ -25,6 +25,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -138,7 +139,7 @@ def load_trace(path: str | os.PathLike) -> Any:
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise TraceFileError(f"{name}: broken gzip data ({exc})") from None
     if not raw.strip():
         raise TraceFileError(f"{name}: file is empty, not a JSON trace")

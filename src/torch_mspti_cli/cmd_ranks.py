@@ -13,17 +13,22 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._output import PROG, Out, dump_json, plural
+from ._output import PROG, Out, dump_json, one_line, plural
 
 
-def _files(paths: list[str]) -> list[str]:
-    out: list[str] = []
+def _files(paths: list[str]) -> list[tuple[str, bool]]:
+    """(file, named by the user) for each argument; a directory gives its *.json and *.json.gz files."""
+    out: list[tuple[str, bool]] = []
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            out += sorted(str(f) for f in path.iterdir() if f.name.endswith((".json", ".json.gz")))
+            out += [
+                (str(f), False)
+                for f in sorted(path.iterdir())
+                if f.is_file() and f.name.endswith((".json", ".json.gz"))
+            ]
         else:
-            out.append(p)
+            out.append((p, True))
     return out
 
 
@@ -31,21 +36,26 @@ def run(args: argparse.Namespace) -> int:
     from .check import TraceFileError
     from .ranks import compare_ranks, read_rank
 
-    files = _files(args.traces)
-    if len(files) < 2:
-        message = f"give at least two traces (one per rank), got {len(files)}: {' '.join(args.traces)}"
+    def fail(message: str) -> int:
         print(f"{PROG} ranks: {message}", file=sys.stderr)
         if args.json:
             dump_json({"ok": False, "error": message})
         return 2
-    try:
-        traces = [read_rank(f) for f in files]
-    except TraceFileError as exc:
-        print(f"{PROG} ranks: {exc}", file=sys.stderr)
-        if args.json:
-            dump_json({"ok": False, "error": str(exc)})
-        return 2
+
+    files = _files(args.traces)
+    traces, skipped = [], []
+    for path, named in files:
+        try:
+            traces.append(read_rank(path))
+        except (TraceFileError, TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
+            message = str(exc) if isinstance(exc, TraceFileError) else f"{path}: malformed trace ({one_line(exc)})"
+            if named:
+                return fail(message)
+            skipped.append(message)  # a file of a directory that is not a trace: named, not fatal
+    if len(traces) < 2:
+        return fail(f"give at least two traces (one per rank), got {len(traces)}: {' '.join(args.traces)}")
     report = compare_ranks(traces)
+    report.skipped = skipped
     if args.json:
         dump_json(report.to_dict())
         return 0 if report.ok else 1
@@ -61,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         ]
     )
     out.rows([("compared", f"{report.compared} (group, Seq, pair of ranks)")])
+    if report.skipped:
+        out.rows([("skipped", s) for s in report.skipped])
     if report.problems:
         out.section("Problems")
         out.rows([("trace", p) for p in report.problems])
@@ -71,10 +83,10 @@ def run(args: argparse.Namespace) -> int:
         if len(report.disagreements) > len(shown):
             out.line(f"  ... and {len(report.disagreements) - len(shown)} more")
         out.para(
-            "The same Seq of a group names different calls on its ranks. On torch_npu the group's sequence "
+            "The same Seq of a group names different calls. Between ranks: on torch_npu the group's sequence "
             "number counts sends and receives too, so point-to-point calls between some of the group's ranks "
             "shift the others' numbers (docs/torch_npu.md 6); otherwise the traces come from different jobs or "
-            "were edited.",
+            "were edited. Within one rank: its traces come from different runs.",
             indent=2,
         )
     out.line()

@@ -2,10 +2,12 @@
 
 Pure Python (no torch). Each trace is one rank's (``distributedInfo.rank``); its joined collective
 rows (those with ``Process Group Description``, README "Collectives and multi-rank runs") name their
-group (``Process Group Name``, ``Process Group Ranks``) and their number in it (``Seq``). For each
-group, every pair of member ranks whose traces both hold a given ``Seq`` must agree on what that call
-was: its ``Collective name`` (a send on one rank is a receive on its peer: both are ``send/recv``),
-``dtype`` and group ranks, and for a send or receive its ``Src Rank`` and ``Dst Rank``. A rank's
+group (``Process Group Name``, ``Process Group Ranks``, and HCCL's ``comm name``, which tells a group
+re-created under the same name from the one before) and their number in it (``Seq``). For each group,
+every pair of member ranks whose traces both hold a given ``Seq`` must agree on what that call was:
+its ``Collective name``, ``dtype`` and group ranks. A send or a receive is one point-to-point call of
+the group whatever its direction and peer (two ranks that send to each other both number a send): it
+matches any point-to-point call, never a collective. A rank's
 trace may hold fewer numbers than another's (its window started later or ended earlier); only the
 numbers both hold are compared. Several traces of one rank (one per profiling cycle) are read as
 that rank's calls together.
@@ -22,6 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._trace_rules import distributed_info
 from .check import _events_of, load_trace
 
 __all__ = ["RankTrace", "Disagreement", "RanksReport", "read_rank", "compare_ranks"]
@@ -35,8 +38,8 @@ class RankTrace:
 
     path: str
     rank: int | None
-    calls: dict[str, dict[int, tuple]]  # pg_name -> Seq -> (collective, dtype, ranks, src, dst)
-    group_ranks: dict[str, list[int]]  # pg_name -> global ranks (from the rows' Process Group Ranks)
+    calls: dict[str, dict[int, tuple]]  # group -> Seq -> (collective, dtype, group ranks)
+    group_ranks: dict[str, list[int]]  # group -> global ranks (from the rows' Process Group Ranks)
     rows: int  # joined rows with a Seq
 
 
@@ -49,6 +52,11 @@ class Disagreement:
 
     def message(self) -> str:
         a, b = self.ranks
+        if a == b:
+            return (
+                f"group {self.group!r}, Seq {self.seq}: two traces of rank {a} say {_describe(self.says[0])} "
+                f"and {_describe(self.says[1])} (traces of two runs?)"
+            )
         return (
             f"group {self.group!r}, Seq {self.seq}: rank {a} has {_describe(self.says[0])}, rank {b} has "
             f"{_describe(self.says[1])}"
@@ -61,6 +69,7 @@ class RanksReport:
     compared: int = 0  # (group, Seq, pair of ranks) compared
     disagreements: list[Disagreement] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # traces that cannot take part, and why
+    skipped: list[str] = field(default_factory=list)  # files of a directory that are not traces
 
     @property
     def ok(self) -> bool:
@@ -78,13 +87,15 @@ class RanksReport:
                 for d in self.disagreements
             ],
             "problems": self.problems,
+            "skipped": self.skipped,
         }
 
 
 def _describe(call: tuple) -> str:
-    collective, dtype, ranks, src, dst = call
-    peer = f" from group rank {src} to {dst}" if collective == "send/recv" else ""
-    return f"{collective} of {dtype} in group ranks {ranks}{peer}"
+    collective, dtype, ranks = call
+    if collective == "send/recv":
+        return f"a send or receive in group ranks {ranks}"
+    return f"{collective} of {dtype} in group ranks {ranks}"
 
 
 def _ranks_of(text: Any) -> list[int] | None:
@@ -96,10 +107,19 @@ def _ranks_of(text: Any) -> list[int] | None:
         return None
 
 
+def _group_key(a: dict) -> str:
+    """The group as the rows name it: pg_name, and HCCL's communicator name when there is one (a group
+    destroyed and made again under the same pg_name is another communicator, whose Seq starts anew)."""
+    name = str(a.get("Process Group Name"))
+    comm = a.get("comm name")
+    return f"{name} (comm {comm})" if isinstance(comm, str) and comm else name
+
+
 def read_rank(path: str) -> RankTrace:
-    """The joined collective rows of one trace (raises check.TraceFileError when unreadable)."""
+    """The joined, numbered collective rows of one trace (raises check.TraceFileError when unreadable,
+    ValueError/TypeError/RecursionError for JSON that is not a trace)."""
     trace = load_trace(path)
-    info = trace.get("distributedInfo") if isinstance(trace, dict) else None
+    info = distributed_info(trace)
     rank = info.get("rank") if isinstance(info, dict) and type(info.get("rank")) is int else None
     calls: dict[str, dict[int, tuple]] = defaultdict(dict)
     group_ranks: dict[str, list[int]] = {}
@@ -108,18 +128,13 @@ def read_rank(path: str) -> RankTrace:
         a = e.get("args") if isinstance(e, dict) else None
         if not isinstance(a, dict) or "Process Group Description" not in a or type(a.get("Seq")) is not int:
             continue
-        group = str(a.get("Process Group Name"))
+        group = _group_key(a)
         collective = a.get("Collective name")
         p2p = collective in _P2P
-        call = (
-            "send/recv" if p2p else collective,
-            a.get("dtype"),
-            a.get("Process Group Ranks"),
-            a.get("Src Rank") if p2p else None,
-            a.get("Dst Rank") if p2p else None,
-        )
+        ranks = a.get("Process Group Ranks")
+        call = ("send/recv", None, ranks) if p2p else (collective, a.get("dtype"), ranks)
         calls[group][a["Seq"]] = call
-        members = _ranks_of(a.get("Process Group Ranks"))
+        members = _ranks_of(ranks)
         if members is not None:
             group_ranks[group] = members
         rows += 1
@@ -132,7 +147,11 @@ def compare_ranks(traces: list[RankTrace]) -> RanksReport:
     # Several traces of one rank (one per profiling cycle of a schedule) are one rank's calls: Seq
     # numbers a group's calls over the whole run, so the same Seq in two of them is the same call.
     by_rank: dict[int, dict[str, dict[int, tuple]]] = {}
+    seen: set[str] = set()
     for t in traces:
+        if t.path in seen:
+            continue  # the same file given twice
+        seen.add(t.path)
         if t.rank is None:
             report.problems.append(f"{t.path}: no distributedInfo.rank, so it cannot be compared with the others")
             continue
@@ -143,9 +162,23 @@ def compare_ranks(traces: list[RankTrace]) -> RanksReport:
                 if seq in have and have[seq] != call:
                     report.disagreements.append(Disagreement(group, seq, (t.rank, t.rank), (have[seq], call)))
                 have.setdefault(seq, call)
+    members: dict[str, list[int]] = {}
+    for t in traces:
+        members.update(t.group_ranks)
+    for rank, calls in by_rank.items():
+        for group in calls:
+            if group in members and rank not in members[group]:
+                report.problems.append(
+                    f"rank {rank} has rows of group {group!r}, whose ranks are {members[group]}: a trace of another "
+                    "job, or an edited one"
+                )
+    if len(by_rank) < 2:
+        report.problems.append(
+            f"only rank(s) {sorted(by_rank)} among these traces: give the traces of at least two ranks"
+        )
     groups = sorted({g for calls in by_rank.values() for g in calls})
     for group in groups:
-        holders = sorted(r for r, calls in by_rank.items() if group in calls)
+        holders = sorted(r for r, calls in by_rank.items() if group in calls and r in members.get(group, [r]))
         for i, a in enumerate(holders):
             for b in holders[i + 1 :]:
                 ta, tb = by_rank[a][group], by_rank[b][group]
