@@ -223,18 +223,21 @@ def test_hta_critical_path_of_every_rank_counts_its_collectives_as_communication
 
     logging.getLogger("hta").setLevel(logging.ERROR)  # the missing CUDA sync events, as warnings
     names = set(analysis.npu.communication_names)
-    on_path = 0
+    on_path = launches_on_path = 0
     for rank in range(RANKS):
         graph, ok = analysis.critical_path_analysis(rank=rank, annotation="", instance_id=None)
         assert ok, rank
         edges = graph.get_critical_path_breakdown()
-        assert (edges["type"] == "critical_path_kernel_launch_delay").any(), (rank, edges)
+        # Whether a launch lies on a rank's path depends on timing (8 ranks share 2 cores: a rank's path
+        # may be host work only); over the 8 ranks some must, or the NPU launches are not in the graph.
+        launches_on_path += int((edges["type"] == "critical_path_kernel_launch_delay").any())
         collective = edges[edges["s_name"].isin(names) & edges["type"].eq("critical_path_operator")]  # its span
         assert set(collective["bound_by"]) <= {"gpu_communication_bound"}, (rank, collective)
         on_path += len(collective)
         share = run["report"]["hta"]["critical_path_communication_pctg"][str(rank)]
         assert share is not None and 0 <= share <= 100, (rank, share)
     assert on_path, "no collective on any rank's critical path"
+    assert launches_on_path, "no NPU launch on any rank's critical path"
     plain = TraceAnalysis(trace_dir=str(run["trace_dir"]), include_last_profiler_step=True)
     # HTA 0.5 fails in its own ways there (no queue-length series, a kernel without its runtime node)
     with pytest.raises(Exception):  # noqa: B017
