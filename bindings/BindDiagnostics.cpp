@@ -233,6 +233,10 @@ void bindDiagnostics(nb::module_& m) {
       .def_ro("host_clock", &SessionReport::hostClock, "Clock of MSPTI's API records (HostClock).")
       .def_ro("counters", &SessionReport::counters)
       .def_ro("drain", &SessionReport::drain)
+      .def_ro("stop_ms", &SessionReport::stopMs, "Wall time of the session's stop(), ms; -1 before it ran.")
+      .def_ro("process_trace_ms", &SessionReport::processTraceMs,
+              "Wall time of the session's processTrace (activities built and handed to kineto), ms; -1\n"
+              "before it ran.")
       .def(
           "to_dict",
           [](const SessionReport& r) {

@@ -26,6 +26,9 @@
 //   table_bytes     mallinfo2 delta of LaunchTable::build and the store's release of its device
 //                   records (so store + table = resident after stop()): the launches and their rows, resident
 //                   until the session dies
+//   stop_peak_bytes the filled store plus the peak of what stop() allocates while building the
+//                   table (operator-new tracking), before it frees what the table took over: the
+//                   most our records take at once
 //   log_bytes       the session's copy of the op log (8 B per op; the forwarder keeps as much in
 //                   its per-thread chunks for later sessions, not counted here)
 //   transient_peak  peak operator-new bytes during process above what exists after it
@@ -137,7 +140,7 @@ std::unique_ptr<RecordStore> fill(const Synthetic& s) {
 LaunchTable prepare(RecordStore& store, const Synthetic& s, SessionCounters& counters) {
   store.seal();
   LaunchTable t = LaunchTable::build(store, HostClock::realtime(), s.window, {}, counters);
-  store.releaseDeviceRecords();  // as the session does: the table holds the kept rows from here on
+  store.releaseConsumed();  // as the session does: the table holds the kept rows and launches from here on
   return t;
 }
 
@@ -149,10 +152,12 @@ struct Processed {
 
 void process(const LaunchTable& table, const Synthetic& s, const libkineto::getLinkedActivityCallback& linked,
              CorrelationIds& ids, Processed& out) {
-  const OpTimeline ops(s.log, &linked, out.counters);
-  DeviceLanes lanes;
-  const BuildContext in{&table, &ops, &ids, 4242};
-  buildActivities(in, *out.buffer, lanes, out.counters);
+  {  // as the session: the timeline is gone before the logger grows
+    const OpTimeline ops(s.log, &linked, out.counters);
+    DeviceLanes lanes;
+    const BuildContext in{&table, &ops, &ids, 4242};
+    buildActivities(in, *out.buffer, lanes, out.counters);
+  }
   for (const auto& a : out.buffer->activities) out.logger.handleActivity(*a);
 }
 
@@ -218,7 +223,12 @@ int runProcess(const bench::Args& args) {
     const int64_t storeBytes = heapBytes() - h0;
     SessionCounters stopCounters;
     const int64_t h1 = heapBytes();
+    bench::trackAllocations(true);
+    bench::resetTrackedPeak();
+    const int64_t s0 = bench::trackedBytes();
     LaunchTable table = prepare(*store, *syn, stopCounters);
+    const int64_t stopPeak = bench::trackedPeak() - s0;  // above the filled store, while both exist
+    bench::trackAllocations(false);
     const int64_t tableBytes = heapBytes() - h1;
     int64_t logBytes = 0;
     for (const ThreadOps& t : syn->log) logBytes += static_cast<int64_t>(t.ids.capacity() * sizeof(uint64_t));
@@ -267,6 +277,7 @@ int runProcess(const bench::Args& args) {
         .num("activities", static_cast<double>(activities))
         .num("store_bytes", static_cast<double>(storeBytes))
         .num("table_bytes", static_cast<double>(tableBytes))
+        .num("stop_peak_bytes", static_cast<double>(storeBytes + stopPeak))
         .num("log_bytes", static_cast<double>(logBytes))
         .num("transient_peak_bytes", static_cast<double>(transientPeak))
         .num("activity_bytes", static_cast<double>(activityBytes))

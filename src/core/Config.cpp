@@ -64,8 +64,8 @@ const Setting kSettings[] = {
      &ConfigSnapshot::drainTimeoutMs, nullptr, 0, 600000},
     {"max_session_records", nullptr, Type::kInt, "records", "67108864",
      "records one session keeps (device, API and external-correlation records together; a kernel launch is about "
-     "3); more are dropped and counted (dropped.over_cap). At the default, about 10 GB: ~150 bytes per record "
-     "(the record, the ledger and the trace tables built at stop)",
+     "3); more are dropped and counted (dropped.over_cap). At the default, about 7.4 GB at the peak in stop(): "
+     "~110 bytes per record (the records, the ledger, and the launch table built at stop)",
      &ConfigSnapshot::maxSessionRecords, nullptr, 1, int64_t{1} << 31},
     {"drain_order", nullptr, Type::kChoice, "", "auto",
      "disable_first (MSPTI 26.1 pulls device data on Disable) or poll_first; auto picks by library generation", nullptr,

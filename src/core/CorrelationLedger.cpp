@@ -109,12 +109,46 @@ bool CorrelationLedger::junk(uint64_t id) {
   return true;
 }
 
+LaunchEntry* CorrelationLedger::slot(uint64_t id, bool create) {
+  if (base_ == 0 && create) base_ = id;
+  if (base_ != 0 && id >= base_) {
+    const uint64_t k = id - base_;
+    const bool inDense = k < dense_.size();
+    if (inDense && dense_[k].present) return &dense_[k];
+    // An id may have gone to the sparse map before the dense run reached it.
+    if (!sparse_.empty()) {
+      auto it = sparse_.find(id);
+      if (it != sparse_.end()) return &it->second;
+    }
+    if (!create) return nullptr;
+    if (inDense || k - dense_.size() < kDenseSlack + dense_.size() / 4) {
+      if (!inDense) dense_.resize(k + 1);
+      dense_[k].present = true;
+      ++size_;
+      return &dense_[k];
+    }
+  } else if (!create) {
+    auto it = sparse_.find(id);
+    return it == sparse_.end() ? nullptr : &it->second;
+  }
+  auto [it, fresh] = sparse_.try_emplace(id);
+  if (fresh) {
+    it->second.present = true;
+    ++size_;
+  }
+  return &it->second;
+}
+
+const LaunchEntry* CorrelationLedger::lookup(uint64_t id) const {
+  return const_cast<CorrelationLedger*>(this)->slot(id, false);
+}
+
 void CorrelationLedger::noteExternal(const ExternalCorrelationRecord& e) {
   if (e.correlationId == 0 || e.correlationId <= staleBelow_ || junk(e.correlationId)) return;
   maxId_ = std::max(maxId_, e.correlationId);
   knows_ = true;
   firstOwnId_ = std::min(firstOwnId_, e.correlationId);
-  LaunchEntry& entry = entries_[e.correlationId];
+  LaunchEntry& entry = *slot(e.correlationId, true);
   const LaunchEntry before = entry;
   entry.external = true;
   if (e.externalKind == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 && entry.opHint == 0) entry.opHint = e.externalId;
@@ -122,7 +156,8 @@ void CorrelationLedger::noteExternal(const ExternalCorrelationRecord& e) {
   recount(before, entry);
 }
 
-void CorrelationLedger::noteApi(const ApiRecord& api, int64_t index) {
+void CorrelationLedger::noteApi(const ApiRecords& apis, size_t index) {
+  const ApiRecord& api = apis[index];
   const LaunchClass c = api.name ? classifyApiName(*api.name) : LaunchClass::kNone;
   ++apiCalls_[static_cast<int>(c)];
   if (api.correlationId == 0 || api.correlationId <= staleBelow_) return;
@@ -132,18 +167,16 @@ void CorrelationLedger::noteApi(const ApiRecord& api, int64_t index) {
     if (junk(api.correlationId)) return;
     maxId_ = std::max(maxId_, api.correlationId);
   }
-  LaunchEntry& entry = entries_[api.correlationId];
+  LaunchEntry& entry = *slot(api.correlationId, true);
   const LaunchEntry before = entry;
-  if (entry.firstApi < 0 || api.start < entry.firstApiStart) {
-    entry.firstApi = index;
-    entry.firstApiStart = api.start;
-  }
+  const auto i = static_cast<int32_t>(index);  // < max_session_records <= 2^31
+  auto earlier = [&](int32_t current) { return current < 0 || api.start < apis[static_cast<size_t>(current)].start; };
+  if (earlier(entry.firstApi)) entry.firstApi = i;
   if (c != LaunchClass::kNone) {
     knows_ = true;
     firstOwnId_ = std::min(firstOwnId_, api.correlationId);
-    if (entry.launchApi < 0 || api.start < entry.launchApiStart) {
-      entry.launchApi = index;
-      entry.launchApiStart = api.start;
+    if (earlier(entry.launchApi)) {
+      entry.launchApi = i;
       entry.launchClass = c;
     }
   }
@@ -156,7 +189,7 @@ void CorrelationLedger::noteMemory(const MemoryRecord& m) { noteAnswer(m.correla
 
 void CorrelationLedger::noteAnswer(uint64_t id) {
   if (id == 0 || id <= staleBelow_) return;
-  LaunchEntry& entry = entries_[id];
+  LaunchEntry& entry = *slot(id, true);
   const LaunchEntry before = entry;
   ++entry.deviceRecords;
   recount(before, entry);
@@ -166,11 +199,11 @@ void CorrelationLedger::noteDeviceIfKnown(const DeviceRecord& d) { noteAnswerIfK
 
 void CorrelationLedger::noteAnswerIfKnown(uint64_t id) {
   if (id == 0 || id <= staleBelow_) return;
-  auto it = entries_.find(id);
-  if (it == entries_.end()) return;
-  const LaunchEntry before = it->second;
-  ++it->second.deviceRecords;
-  recount(before, it->second);
+  LaunchEntry* e = slot(id, false);
+  if (!e) return;
+  const LaunchEntry before = *e;
+  ++e->deviceRecords;
+  recount(before, *e);
 }
 
 uint64_t CorrelationLedger::pending(uint32_t waitFor) const {
@@ -182,8 +215,10 @@ uint64_t CorrelationLedger::pending(uint32_t waitFor) const {
 
 CorrelationLedger::Watermark CorrelationLedger::watermark() const {
   std::vector<uint64_t> ids;
-  ids.reserve(entries_.size());
-  for (const auto& [id, e] : entries_)
+  ids.reserve(size_);
+  for (size_t k = 0; k < dense_.size(); ++k)
+    if (dense_[k].present && (dense_[k].external || dense_[k].launchApi >= 0)) ids.push_back(base_ + k);
+  for (const auto& [id, e] : sparse_)
     if (e.external || e.launchApi >= 0) ids.push_back(id);
   Watermark w;
   if (ids.empty()) return w;
@@ -202,9 +237,13 @@ CorrelationLedger::Watermark CorrelationLedger::watermark() const {
   return w;
 }
 
-const LaunchEntry* CorrelationLedger::find(uint64_t id) const {
-  auto it = entries_.find(id);
-  return it == entries_.end() ? nullptr : &it->second;
+const LaunchEntry* CorrelationLedger::find(uint64_t id) const { return lookup(id); }
+
+void CorrelationLedger::releaseEntries() {
+  std::deque<LaunchEntry>().swap(dense_);
+  std::unordered_map<uint64_t, LaunchEntry>().swap(sparse_);
+  base_ = 0;
+  size_ = 0;
 }
 
 }  // namespace torch_mspti

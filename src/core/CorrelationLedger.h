@@ -20,8 +20,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "NpuRecords.h"
 
@@ -38,17 +40,21 @@ namespace torch_mspti {
 // the link its launch time (the earliest API record of the id is used then), never a wrong link.
 LaunchClass classifyApiName(std::string_view name);
 
+// 32 bytes: one per correlation id a session sees, up to max_session_records of them.
 struct LaunchEntry {
-  uint64_t opHint = 0;     // first CUSTOM0 external id (torch's op id), 0 = none
-  uint64_t userHint = 0;   // first CUSTOM1 external id (torch's user-range id), 0 = none
-  int64_t launchApi = -1;  // index (RecordStore::apis) of the earliest API record classified as a launch
-  int64_t firstApi = -1;   // index of the earliest API record with this id
-  int64_t launchApiStart = 0;
-  int64_t firstApiStart = 0;
+  uint64_t opHint = 0;    // first CUSTOM0 external id (torch's op id), 0 = none
+  uint64_t userHint = 0;  // first CUSTOM1 external id (torch's user-range id), 0 = none
+  // Indices into RecordStore::apis (int32: a session keeps at most 2^31 records, the setting
+  // max_session_records), -1 = none: the earliest API record classified as a launch, and the
+  // earliest API record with this id.
+  int32_t launchApi = -1;
+  int32_t firstApi = -1;
+  uint32_t deviceRecords = 0;
   LaunchClass launchClass = LaunchClass::kNone;
   bool external = false;  // an EXTERNAL_CORRELATION record named the id
-  uint32_t deviceRecords = 0;
+  bool present = false;   // the ledger holds an entry for this id (dense storage keeps gaps)
 };
+static_assert(sizeof(LaunchEntry) == 32, "LaunchEntry is sized for 1M launches per session");
 
 class CorrelationLedger {
  public:
@@ -56,8 +62,9 @@ class CorrelationLedger {
   explicit CorrelationLedger(uint64_t staleBelow) : staleBelow_(staleBelow) {}
 
   void noteExternal(const ExternalCorrelationRecord& e);
-  // `api` is the record at `index` of the store's API records.
-  void noteApi(const ApiRecord& api, int64_t index);
+  // Notes apis[index]; `apis` are the store's API records, which the entries index (the earliest
+  // call of an id is chosen by comparing starts there).
+  void noteApi(const ApiRecords& apis, size_t index);
   void noteDevice(const DeviceRecord& d);
   // A MEMORY record answers its allocation call as a device row answers its launch.
   void noteMemory(const MemoryRecord& m);
@@ -105,16 +112,33 @@ class CorrelationLedger {
   // API records seen per LaunchClass (kNone: calls that launch nothing).
   uint64_t apiCalls(LaunchClass c) const { return apiCalls_[static_cast<int>(c)]; }
 
+  // nullptr when the id has no entry (or the entries were released).
   const LaunchEntry* find(uint64_t id) const;
-  size_t size() const { return entries_.size(); }
+  size_t size() const { return size_; }
+  // Frees the entries once the session's launch table has taken what it needs (the counters,
+  // pending counts and apiCalls stay); find() answers nullptr from then on.
+  void releaseEntries();
 
  private:
   void recount(const LaunchEntry& before, const LaunchEntry& after);
   bool junk(uint64_t id);                   // counts it
   static int bucket(const LaunchEntry& e);  // pending bucket, -1 when not pending
 
+  // The entry of `id`; created (present) when `create`, else nullptr when absent.
+  LaunchEntry* slot(uint64_t id, bool create);
+  const LaunchEntry* lookup(uint64_t id) const;
+
   const uint64_t staleBelow_;
-  std::unordered_map<uint64_t, LaunchEntry> entries_;
+  // MSPTI mints ids from one process-wide counter, one per launch (mspti.md 4), so a session's
+  // ids are dense: entries live in a deque indexed by id - base_ (base_ = the first id noted; a
+  // deque grows without copying or doubling its storage, ~33 B per id). Ids below base_ or far
+  // beyond the dense run (more than kDenseSlack past its end, plus a quarter of its length) go to
+  // the sparse map, as do junk-free outliers; an id is in one of the two, never both.
+  static constexpr uint64_t kDenseSlack = uint64_t{1} << 16;
+  uint64_t base_ = 0;  // 0 = nothing noted yet
+  std::deque<LaunchEntry> dense_;
+  std::unordered_map<uint64_t, LaunchEntry> sparse_;
+  size_t size_ = 0;
   // Pending launches per LaunchClass (index kNone = known only from external records).
   void noteAnswer(uint64_t correlationId);
   uint64_t pending_[static_cast<int>(LaunchClass::kCount)] = {};

@@ -25,7 +25,7 @@ ClockSample ClockSample::now() {
   return s;
 }
 
-HostClock HostClock::decide(const std::vector<ApiRecord>& apis, const ClockSample& start, const ClockSample& stop) {
+HostClock HostClock::decide(const ApiRecords& apis, const ClockSample& start, const ClockSample& stop) {
   if (apis.empty()) return HostClock(Kind::kNoRecords, 0, 0);
   uint64_t onRealtime = 0, onMonotonic = 0;
   for (const auto& a : apis) {

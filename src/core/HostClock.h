@@ -29,7 +29,7 @@ class HostClock {
   enum class Kind { kNoRecords, kRealtime, kMonotonicRaw, kUntrusted };
 
   // Decides from the API records of a session that ran from `start` to `stop`.
-  static HostClock decide(const std::vector<ApiRecord>& apis, const ClockSample& start, const ClockSample& stop);
+  static HostClock decide(const ApiRecords& apis, const ClockSample& start, const ClockSample& stop);
   // Realtime as is (tests, and libraries known to be right).
   static HostClock realtime() { return HostClock(Kind::kRealtime, 0, 0); }
 

@@ -126,8 +126,7 @@ int32_t logicalDevice(uint32_t physical, const std::vector<uint32_t>& visible) {
   return static_cast<int32_t>(physical);
 }
 
-Launch launchCall(uint64_t id, const CorrelationLedger& ledger, const std::vector<ApiRecord>& apis,
-                  const HostClock& clock) {
+Launch launchCall(uint64_t id, const CorrelationLedger& ledger, const ApiRecords& apis, const HostClock& clock) {
   Launch launch;
   launch.correlationId = id;
   if (const LaunchEntry* e = id ? ledger.find(id) : nullptr) {
@@ -170,6 +169,10 @@ LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock,
 
   LaunchTable t;
   t.rows.reserve(valid.size());
+  size_t ids = 0;  // launches at most: one per distinct id, one per row without an id
+  for (size_t i = 0; i < valid.size(); ++i)
+    ids += i == 0 || valid[i]->correlationId == 0 || valid[i]->correlationId != valid[i - 1]->correlationId;
+  t.launches.reserve(ids);
   const auto& apis = store.apis();
   for (size_t i = 0; i < valid.size();) {
     const uint64_t id = valid[i]->correlationId;

@@ -45,19 +45,21 @@ struct DeviceRow {
   int32_t device = 0;   // logical device index (trace pid)
 };
 
+// 56 bytes, one per launch the session keeps.
 struct Launch {
   uint64_t correlationId = 0;
   const ApiRecord* call = nullptr;  // the launch call (or the id's earliest API record); may be null
-  bool callTrusted = false;         // call times are on a known clock (HostClock)
   int64_t callStart = 0;            // CLOCK_REALTIME ns, when callTrusted
   int64_t callEnd = 0;
   uint64_t opHint = 0;    // CUSTOM0 external id: torch's op id MSPTI saw on top of its stack
   uint64_t userHint = 0;  // CUSTOM1 external id: the user range on top
-  // Rows [firstRow, firstRow + rowCount) of LaunchTable::rows; 32 bits suffice: a session keeps
+  // Rows [firstRow, firstRow + rowCount) of LaunchTable::rows; 31 bits suffice: a session keeps
   // at most max_session_records (<= 2^31) records.
   uint32_t firstRow = 0;
-  uint32_t rowCount = 0;
+  uint32_t rowCount : 31 = 0;
+  uint32_t callTrusted : 1 = 0;  // call times are on a known clock (HostClock)
 };
+static_assert(sizeof(Launch) == 56, "Launch is sized for 1M launches per session");
 
 struct Window {
   int64_t start = 0;          // ns since the epoch: the session's start()
@@ -79,8 +81,7 @@ struct LaunchTable {
 // The launch call of correlation id `id` as the ledger knows it (its launch API record, else the
 // id's earliest one; its op and user-range hints), with the call's times on CLOCK_REALTIME when
 // `clock` is trusted. No rows. `apis` are the store's API records the ledger indexes.
-Launch launchCall(uint64_t id, const CorrelationLedger& ledger, const std::vector<ApiRecord>& apis,
-                  const HostClock& clock);
+Launch launchCall(uint64_t id, const CorrelationLedger& ledger, const ApiRecords& apis, const HostClock& clock);
 
 // Logical index of `physical` given ASCEND_RT_VISIBLE_DEVICES (empty list: identity). A device
 // not in the list keeps its physical id.

@@ -8,7 +8,6 @@ namespace {
 // op inside a user range), else the op.
 const OpNode* deeper(const OpNode* op, const OpNode* user, const OpTimeline& ops) {
   if (!op || !user) return op ? op : user;
-  if (op->threadId != user->threadId) return op;
   for (const OpNode* p = ops.parent(*user); p; p = ops.parent(*p))
     if (p == op) return user;
   return op;

@@ -290,9 +290,11 @@ void MsptiActivityProfilerSession::restoreMarkerDomains() {
 }
 
 void MsptiActivityProfilerSession::stop() {
+  const auto t0 = std::chrono::steady_clock::now();
   guard(errors_, "stop", [&] {
     if (armed_) collect();
   });
+  stopMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   publish(false);
 }
 
@@ -418,7 +420,7 @@ void MsptiActivityProfilerSession::buildLaunches(int64_t disabledAt) {
   const Window window{startNs_, stopNs_, std::max(stopNs_, disabledAt ? disabledAt : nowNs())};
   launches_ = LaunchTable::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
   memory_ = MemoryTimeline::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
-  store_->releaseDeviceRecords();  // the launch table holds the kept rows from here on
+  store_->releaseConsumed();  // the launch table holds the kept rows and their launches from here on
   const bool dropOthers =
       markerDomains_.applied && deps_.config.markerDomains.mode == MarkerDomainFilter::Mode::kInclude;
   markers_ = MarkerTable::build(store_->markers(), deps_.config.visibleDevices,
@@ -508,18 +510,22 @@ void MsptiActivityProfilerSession::processTrace(libkineto::ActivityLogger& logge
 void MsptiActivityProfilerSession::process(libkineto::ActivityLogger& logger,
                                            const libkineto::getLinkedActivityCallback* linked) {
   if (armed_) collect();  // kineto always stops first; be safe if it did not
+  const auto t0 = std::chrono::steady_clock::now();
   if (store_) {
-    const OpTimeline ops(opLog_, linked, counters_);
-    BuildContext in{&launches_, &ops, deps_.ids, deps_.processId, &collectives_};
-    buildActivities(in, *buffer_, lanes_, counters_);
-    buildMemoryActivities(memory_, ops, *buffer_, lanes_, counters_);
-    buildMarkerActivities(markers_, ops, *deps_.ids, *buffer_, lanes_, counters_);
+    {  // the op timeline is freed before kineto's logger grows its own array of the activities
+      const OpTimeline ops(opLog_, linked, counters_);
+      BuildContext in{&launches_, &ops, deps_.ids, deps_.processId, &collectives_};
+      buildActivities(in, *buffer_, lanes_, counters_);
+      buildMemoryActivities(memory_, ops, *buffer_, lanes_, counters_);
+      buildMarkerActivities(markers_, ops, *deps_.ids, *buffer_, lanes_, counters_);
+    }
     for (const auto& act : buffer_->activities) logger.handleActivity(*act);
     // getDeviceInfo() names the first device; the others are named here (kineto.md 6, step 6).
     const auto devices = lanes_.devices();
     for (size_t i = 1; i < devices.size(); ++i) logger.handleDeviceInfo(lanes_.deviceInfo(devices[i]), startNs_);
   }
   finish();
+  processTraceMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (deps_.collectedFlag) deps_.collectedFlag->store(state_ == SessionState::kProcessed && store_ ? 1 : 0);
   publish(true);
 }
@@ -599,6 +605,8 @@ SessionReport MsptiActivityProfilerSession::report() const {
   r.hostClock = hostClock_ ? hostClock_->name() : "";
   r.counters = counters_;
   r.drain = drain_;
+  r.stopMs = stopMs_;
+  r.processTraceMs = processTraceMs_;
   return r;
 }
 

@@ -191,6 +191,8 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::vector<ThreadOps> opLog_;
   SessionCounters counters_;
   std::optional<DrainStats> drain_;
+  double stopMs_ = -1;          // wall time of stop(), ms (SessionReport::stopMs)
+  double processTraceMs_ = -1;  // of processTrace
   ClockSample clockAtStart_;
   std::optional<HostClock> hostClock_;
   int64_t startNs_ = 0, stopNs_ = 0;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 
 #include <mspti/mspti_activity.h>
@@ -81,6 +82,13 @@ struct MarkerRecord {
   // CollectiveJoin.h; `name` is its kineto-safe copy, whose quotes are rewritten); else nullptr.
   const std::string* message = nullptr;
 };
+
+// The store's sequences of device and API records: deques, so that N records take N records'
+// bytes plus one 512-byte block at most (a vector grown by appends holds up to twice that, and
+// copies everything at each growth), and appending never moves what is held (the launch table
+// points into the API records).
+using DeviceRecords = std::deque<DeviceRecord>;
+using ApiRecords = std::deque<ApiRecord>;
 
 struct ExternalCorrelationRecord {
   uint32_t externalKind = 0;  // msptiExternalCorrelationKind

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <type_traits>
 #include <utility>
 
 namespace torch_mspti {
@@ -38,9 +39,20 @@ void RecordStore::append(WalkResult& batch) {
     batch.markers.resize(markers);
   }
   kept_ += devices + apis + externals + memory + markers;
+  // External-correlation records live on in the ledger only (their op and user-range hints).
   for (const auto& e : batch.externals) ledger_.noteExternal(e);
-  int64_t index = static_cast<int64_t>(apis_.size());
-  for (const auto& a : batch.apis) ledger_.noteApi(a, index++);
+  auto moveAll = [](auto& dst, auto& src) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(dst)>, std::decay_t<decltype(src)>>) {
+      if (dst.empty()) {
+        dst.swap(src);  // first batch: take the storage whole
+        return;
+      }
+    }
+    dst.insert(dst.end(), std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
+  };
+  const size_t firstApi = apis_.size();
+  moveAll(apis_, batch.apis);  // before noting: the ledger compares the starts of its indexed calls
+  for (size_t i = firstApi; i < apis_.size(); ++i) ledger_.noteApi(apis_, i);
   for (const auto& m : batch.memory) ledger_.noteMemory(m);
   for (const auto& d : batch.devices) {
     ledger_.noteDevice(d);
@@ -48,13 +60,7 @@ void RecordStore::append(WalkResult& batch) {
     if (std::find(devicesSeen_.begin(), devicesSeen_.end(), d.deviceId) == devicesSeen_.end())
       devicesSeen_.push_back(d.deviceId);
   }
-  auto moveAll = [](auto& dst, auto& src) {
-    if (dst.empty()) dst.swap(src);  // first batch: take the storage whole
-    else dst.insert(dst.end(), std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
-  };
   moveAll(devices_, batch.devices);
-  moveAll(apis_, batch.apis);
-  moveAll(externals_, batch.externals);
   moveAll(memory_, batch.memory);
   moveAll(markers_, batch.markers);
   for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) recordsByKind_[i] += batch.recordsByKind[i];

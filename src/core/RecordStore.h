@@ -57,12 +57,16 @@ class RecordStore {
   std::vector<uint32_t> devicesSeen() const;
 
   // Valid after seal().
-  const std::vector<DeviceRecord>& devices() const { return devices_; }
-  // Frees the device records once they were copied into the session's LaunchTable (after seal();
-  // the counts by kind stay).
-  void releaseDeviceRecords() { std::vector<DeviceRecord>().swap(devices_); }
-  const std::vector<ApiRecord>& apis() const { return apis_; }
-  const std::vector<ExternalCorrelationRecord>& externals() const { return externals_; }
+  const DeviceRecords& devices() const { return devices_; }
+  // Frees what the session's LaunchTable (and MemoryTimeline) took over once they are built: the
+  // device records (copied into the table's rows) and the ledger's entries (their hints and calls
+  // copied into its launches). After seal(); the counts by kind and the ledger's counters stay.
+  void releaseConsumed() {
+    DeviceRecords().swap(devices_);
+    ledger_.releaseEntries();
+  }
+  // API records stay: the table's launches point into them.
+  const ApiRecords& apis() const { return apis_; }
   const std::vector<MemoryRecord>& memory() const { return memory_; }
   const std::vector<MarkerRecord>& markers() const { return markers_; }
   const CorrelationLedger& ledger() const { return ledger_; }
@@ -90,9 +94,8 @@ class RecordStore {
   uint64_t overCap_ = 0;
   std::atomic<uint64_t> records_{0};
   uint64_t afterCollection_ = 0;
-  std::vector<DeviceRecord> devices_;
-  std::vector<ApiRecord> apis_;
-  std::vector<ExternalCorrelationRecord> externals_;
+  DeviceRecords devices_;
+  ApiRecords apis_;
   std::vector<MemoryRecord> memory_;
   std::vector<MarkerRecord> markers_;
   CorrelationLedger ledger_;

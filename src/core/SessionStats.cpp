@@ -149,6 +149,15 @@ void writeReport(ReportWriter& w, const SessionReport& r, bool tracePhase) {
   writeCounters(w, r.counters, tracePhase);
   if (r.drain) writeDrain(w, *r.drain);
   else w.null("drain");
+  // Timings are known only after processTrace: diagnostics() give them, the trace's report
+  // (written before processTrace) does not.
+  if (!tracePhase) return;
+  w.beginObject("timings");
+  if (r.stopMs >= 0) w.value("stop_ms", r.stopMs);
+  else w.null("stop_ms");
+  if (r.processTraceMs >= 0) w.value("process_trace_ms", r.processTraceMs);
+  else w.null("process_trace_ms");
+  w.endObject();
 }
 
 void writeSessions(ReportWriter& w, const StatsRegistry& stats) {

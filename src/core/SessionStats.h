@@ -61,6 +61,10 @@ struct SessionReport {
   std::string hostClock;  // HostClock::name()
   SessionCounters counters;
   std::optional<DrainStats> drain;
+  // Wall times of the session's own work, ms (steady clock); -1 until it ran: the whole stop()
+  // (drain, counters, launch table, findings) and processTrace (activities handed to kineto).
+  double stopMs = -1;
+  double processTraceMs = -1;
 };
 
 // Outcome of the latest msptiActivityEnable of one kind, for the capability table.

@@ -16,8 +16,8 @@ constexpr int64_t kSecond = 1'000'000'000;
 const ClockSample kStart{1'780'000'000 * kSecond, 432'000 * kSecond};
 const ClockSample kStop{kStart.realtime + 10 * kSecond, kStart.monotonicRaw + 10 * kSecond + 1000};
 
-std::vector<ApiRecord> apisAt(std::vector<int64_t> starts) {
-  std::vector<ApiRecord> out;
+ApiRecords apisAt(std::vector<int64_t> starts) {
+  ApiRecords out;
   for (int64_t s : starts) {
     ApiRecord a;
     a.start = s;
