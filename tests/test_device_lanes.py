@@ -276,6 +276,14 @@ def test_collectives_count_in_device_time_and_do_not_hold_the_drain(lanes):
 # ------------------------------------------------------------------------------------------ TensorBoard
 
 
+def test_the_session_reports_how_long_its_stop_and_process_trace_took(lanes):
+    s = result(lanes, "devices")["session"]
+    timings, drain = s["timings"], s["drain"]
+    # stop() holds the drain and more (counters, the launch table, the findings).
+    assert timings["stop_ms"] >= drain["ms"] > 0, (timings, drain)
+    assert timings["process_trace_ms"] > 0, timings
+
+
 def test_tensorboard_trace_names_its_npus_in_device_properties(lanes):
     """TensorBoard's profiler plugin (torch_tb_profiler 0.4) takes a device's name and memory from
     ``deviceProperties[i]`` for device i (by position, not by "id") and labels the run's "Device

@@ -18,12 +18,17 @@
 // none; the simulator's arms take its mutex and show that locks are seen. The first armed session
 // on the thread is reported apart (warm-up round): it allocates the thread's state and grows the
 // op log by one chunk per CorrelationForwarder::kLogChunkIds ids.
-// Also MSPTI's own per-launch cost on the launching thread for the kinds each side enables (ns
-// per launch, launches of one 2 us kernel, records delivered 1 ms later):
-//   launch_kernel_only  KERNEL only (what the overhead benchmark's bare consumer enables)
-//   launch_plugin_kinds KERNEL + EXTERNAL_CORRELATION + RUNTIME_API, each launch inside a
-//                       push/pop (what the plugin enables): MSPTI writes two more records per
-//                       launch on the launching thread
+// Also MSPTI's own per-launch cost on the launching thread by the kinds enabled (ns per launch,
+// launches of one 2 us kernel, records delivered 1 ms later; arms interleaved), and what each
+// configuration leaves the link rule (LinkResolver.h):
+//   launch_kernel_only     KERNEL, no push/pop (what the overhead benchmark's bare consumer
+//                          enables): rows without any link evidence
+//   launch_kernel_pushpop  KERNEL, each launch inside a CUSTOM0 push/pop: MSPTI's stack alone
+//   launch_hints           + EXTERNAL_CORRELATION: the op's id per launch (a hint: unverified)
+//   launch_calls           KERNEL + RUNTIME_API inside push/pop: the launch call's thread and
+//                          time (the op by time: recovered, not verified)
+//   launch_plugin_kinds    KERNEL + EXTERNAL_CORRELATION + RUNTIME_API inside push/pop (what
+//                          the plugin enables): both, so every link is verified
 // Checks (exit 3 when one fails): plugin_noop and disarmed make no heap call and take no lock in
 // any timed round, while the probes do see calls (the first session's log growth, the
 // simulator's mutex); after every plugin arm the thread's op log holds exactly the ids pushed, in
@@ -206,18 +211,28 @@ extern "C" __attribute__((visibility("default"))) int torch_mspti_bench_pushpop(
     const int64_t launches = args.i("launches", 20000);
     sim.resetOptions();
     sim.set("delivery_delay_ns", 1'000'000);
-    std::vector<double> launchBare, launchPlugin;
+    struct LaunchArm {
+      const char* name;
+      std::vector<msptiActivityKind> kinds;
+      bool bracket;
+      std::vector<double> ns;
+    };
+    const msptiActivityKind kKernel = MSPTI_ACTIVITY_KIND_KERNEL, kExt = MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                            kRuntime = MSPTI_ACTIVITY_KIND_RUNTIME_API;
+    std::vector<LaunchArm> launchArms = {
+        {"launch_kernel_only", {kKernel}, false, {}},
+        {"launch_kernel_pushpop", {kKernel}, true, {}},
+        {"launch_hints", {kKernel, kExt}, true, {}},
+        {"launch_calls", {kKernel, kRuntime}, true, {}},
+        {"launch_plugin_kinds", {kKernel, kExt, kRuntime}, true, {}},
+    };
     bool launchesComplete = true;
     for (int64_t r = 0; r < reps; ++r) {
-      for (int k = 0; k < 2; ++k) {
-        const bool bare = (k == 0) == (r % 2 == 0);
-        const double v = bare ? launchCost(sim, {MSPTI_ACTIVITY_KIND_KERNEL}, false, launches)
-                              : launchCost(sim,
-                                           {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                                            MSPTI_ACTIVITY_KIND_RUNTIME_API},
-                                           true, launches);
+      for (size_t k = 0; k < launchArms.size(); ++k) {  // rotated
+        LaunchArm& arm = launchArms[(k + static_cast<size_t>(r)) % launchArms.size()];
+        const double v = launchCost(sim, arm.kinds, arm.bracket, launches);
         launchesComplete = launchesComplete && v > 0;
-        (bare ? launchBare : launchPlugin).push_back(v);
+        arm.ns.push_back(v);
       }
     }
     sim.resetOptions();
@@ -243,7 +258,7 @@ extern "C" __attribute__((visibility("default"))) int torch_mspti_bench_pushpop(
       heap.arr(names[k], count(samples[k], &Sample::heap));
       locks.arr(names[k], count(samples[k], &Sample::locks));
     }
-    arms.arr("launch_kernel_only", launchBare).arr("launch_plugin_kinds", launchPlugin);
+    for (const LaunchArm& arm : launchArms) arms.arr(arm.name, arm.ns);
     first.num("ns_per_op", warmup[0].nsPerOp)
         .num("heap_calls", static_cast<double>(warmup[0].heap))
         .num("lock_calls", static_cast<double>(warmup[0].locks));

@@ -8,6 +8,7 @@
 #include "CollectiveJoin.h"
 #include "KindHandlers.h"
 #include "LinkResolver.h"
+#include "NpuActivity.h"
 #include "TorchCompat.h"
 
 namespace torch_mspti {
@@ -16,12 +17,16 @@ namespace {
 using libkineto::ActivityType;
 using libkineto::GenericTraceActivity;
 
-// Metadata keys every device row has, built once (kineto takes them as std::string); each kind's
-// own keys are with its handler (KindHandlers.cpp).
-const std::string kDevice = "device";
-const std::string kStream = "stream";
-const std::string kCorrelation = "correlation";
-const std::string kLink = "link";
+// Args every device row has; each kind's own keys are with its handler (KindHandlers.cpp).
+constexpr std::string_view kDevice = "device";
+constexpr std::string_view kStream = "stream";
+constexpr std::string_view kCorrelation = "correlation";
+constexpr std::string_view kLink = "link";
+
+// Room for a launch event's args (correlation, link) and a kernel row's (device, stream,
+// correlation, link, type); collectives and copies have more and grow once more.
+constexpr size_t kLaunchArgsBytes = 48;
+constexpr size_t kRowArgsBytes = 104;
 
 // What kineto's Chrome writer adds on each side of a GPU_USER_ANNOTATION, ns.
 constexpr int64_t kAnnotationWideningNs = 1;
@@ -37,13 +42,13 @@ ActivityType rowType(TraceRow row) {
 // A kind's facts (KindHandlers.h) written as the row's args: strings quoted, numbers as numbers.
 class MetadataFacts final : public RowFacts {
  public:
-  explicit MetadataFacts(GenericTraceActivity& act) : act_(act) {}
-  void text(const std::string& key, const std::string& value) override { act_.addMetadataQuoted(key, value); }
-  void number(const std::string& key, uint64_t value) override { act_.addMetadata(key, value); }
-  void real(const std::string& key, double value) override { act_.addMetadata(key, value); }
+  explicit MetadataFacts(NpuActivity& act) : act_(act) {}
+  void text(const std::string& key, const std::string& value) override { act_.quotedArg(key, value); }
+  void number(const std::string& key, uint64_t value) override { act_.arg(key, value); }
+  void real(const std::string& key, double value) override { act_.arg(key, value); }
 
  private:
-  GenericTraceActivity& act_;
+  NpuActivity& act_;
 };
 
 // Where a launch event goes and how long it is; false when the launch gets none.
@@ -86,18 +91,18 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
     const LinkDecision d = resolveLink(l, *in.ops);
     c.linkCount(d.state) += l.rowCount;
     const int32_t launchId = in.ids->next();
-    const std::string linkName = linkStateName(d.state);
+    const std::string_view linkName = linkStateName(d.state);
 
-    auto ev = std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::PRIVATEUSE1_RUNTIME,
-                                                     l.call && l.call->name ? *l.call->name : "LaunchKernel");
+    auto ev = std::make_unique<NpuActivity>(buffer.span, ActivityType::PRIVATEUSE1_RUNTIME,
+                                            l.call && l.call->name ? *l.call->name : "LaunchKernel", kLaunchArgsBytes);
     const bool hasLaunchEvent = placeLaunch(l, d, in, *ev);
     if (hasLaunchEvent) {
       ev->id = launchId;
       ev->flow.id = compat::flowIdFor(launchId);
       ev->flow.type = libkineto::kLinkAsyncCpuGpu;
       ev->flow.start = 1;
-      ev->addMetadata(kCorrelation, launchId);
-      ev->addMetadataQuoted(kLink, linkName);
+      ev->arg(kCorrelation, launchId);
+      ev->quotedArg(kLink, linkName);
       ++c.launchEvents;
       if (!d.op) {
         ++c.launchThreadEvents;
@@ -111,8 +116,10 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
       const DeviceRecord& r = row.record;
       const int32_t stream = static_cast<int32_t>(r.streamId);
       const KindHandler& kind = kindHandler(r.kind);
-      auto& act = *buffer.activities.emplace_back(std::make_unique<GenericTraceActivity>(
-          buffer.span, rowType(kind.row), kind.rowName ? kind.rowName(r) : std::string("unknown")));
+      auto owned = std::make_unique<NpuActivity>(
+          buffer.span, rowType(kind.row), kind.rowName ? kind.rowName(r) : std::string("unknown"), kRowArgsBytes);
+      NpuActivity& act = *owned;
+      buffer.activities.push_back(std::move(owned));
       act.startTime = r.start;
       act.endTime = r.end;
       act.id = launchId;
@@ -125,10 +132,10 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
         act.flow.start = 0;
       }
       if (d.op) act.linked = d.op->activity;
-      act.addMetadata(kDevice, row.device);
-      act.addMetadata(kStream, stream);
-      act.addMetadata(kCorrelation, launchId);
-      act.addMetadataQuoted(kLink, linkName);
+      act.arg(kDevice, row.device);
+      act.arg(kStream, stream);
+      act.arg(kCorrelation, launchId);
+      act.quotedArg(kLink, linkName);
       MetadataFacts facts(act);
       if (kind.describe) kind.describe(r, facts);
       describeCollective(in.collectives, k, r, facts);

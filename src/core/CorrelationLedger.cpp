@@ -158,7 +158,13 @@ void CorrelationLedger::noteExternal(const ExternalCorrelationRecord& e) {
 
 void CorrelationLedger::noteApi(const ApiRecords& apis, size_t index) {
   const ApiRecord& api = apis[index];
-  const LaunchClass c = api.name ? classifyApiName(*api.name) : LaunchClass::kNone;
+  LaunchClass c = LaunchClass::kNone;
+  if (api.name) {
+    // Names are interned (one pointer per distinct name): each is classified once.
+    auto [it, fresh] = classOfName_.try_emplace(api.name, LaunchClass::kNone);
+    if (fresh) it->second = classifyApiName(*api.name);
+    c = it->second;
+  }
   ++apiCalls_[static_cast<int>(c)];
   if (api.correlationId == 0 || api.correlationId <= staleBelow_) return;
   // Only a launch call vouches for its id (a call that launches nothing carries its thread's
@@ -215,14 +221,14 @@ uint64_t CorrelationLedger::pending(uint32_t waitFor) const {
 
 CorrelationLedger::Watermark CorrelationLedger::watermark() const {
   std::vector<uint64_t> ids;
-  ids.reserve(size_);
+  ids.reserve(size_);  // the dense run's ids come in ascending order: sorted unless the map adds some
   for (size_t k = 0; k < dense_.size(); ++k)
     if (dense_[k].present && (dense_[k].external || dense_[k].launchApi >= 0)) ids.push_back(base_ + k);
   for (const auto& [id, e] : sparse_)
     if (e.external || e.launchApi >= 0) ids.push_back(id);
   Watermark w;
   if (ids.empty()) return w;
-  std::sort(ids.begin(), ids.end());
+  if (!sparse_.empty()) std::sort(ids.begin(), ids.end());
   size_t bestBegin = 0, bestEnd = 0, begin = 0;
   for (size_t i = 1; i <= ids.size(); ++i) {
     if (i < ids.size() && ids[i] - ids[i - 1] <= kClusterGap) continue;

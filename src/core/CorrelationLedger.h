@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -139,6 +140,7 @@ class CorrelationLedger {
   std::deque<LaunchEntry> dense_;
   std::unordered_map<uint64_t, LaunchEntry> sparse_;
   size_t size_ = 0;
+  std::unordered_map<const std::string*, LaunchClass> classOfName_;  // interned API names, classified
   // Pending launches per LaunchClass (index kNone = known only from external records).
   void noteAnswer(uint64_t correlationId);
   uint64_t pending_[static_cast<int>(LaunchClass::kCount)] = {};

@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <tuple>
+#include <unordered_map>
 
 namespace torch_mspti {
 namespace {
@@ -87,14 +88,56 @@ void placeYielding(std::vector<DeviceRow>& rows, const std::vector<uint32_t>& or
 
 // Moves rows so that no two rows of a (device, stream) lane overlap (rule 5 in the header).
 void repairLanes(std::vector<DeviceRow>& rows, SessionCounters& c) {
-  std::vector<uint32_t> order(rows.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const DeviceRow& x = rows[a];
-    const DeviceRow& y = rows[b];
-    return std::tie(x.device, x.record.streamId, x.record.end, x.record.start) <
-           std::tie(y.device, y.record.streamId, y.record.end, y.record.start);
+  // Row indices grouped by lane, lanes in (device, stream) order, each lane in row order (a
+  // counting sort: a session has few lanes), then each lane ordered by (end, start) — rows mostly
+  // arrive in that order already, so a lane is sorted only when it is not.
+  auto laneKey = [&](const DeviceRow& r) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(r.device)) << 32) | r.record.streamId;
+  };
+  std::vector<uint64_t> keys;
+  std::unordered_map<uint64_t, uint32_t> laneOf;
+  uint64_t lastKey = UINT64_MAX;
+  uint32_t lastLane = 0;
+  auto lane = [&](const DeviceRow& r) {
+    const uint64_t k = laneKey(r);
+    if (k != lastKey) {
+      lastKey = k;
+      lastLane = laneOf.try_emplace(k, static_cast<uint32_t>(laneOf.size())).first->second;
+    }
+    return lastLane;
+  };
+  std::vector<uint32_t> counts;
+  for (const DeviceRow& r : rows) {
+    const uint32_t l = lane(r);
+    if (l == counts.size()) counts.push_back(0);
+    ++counts[l];
+  }
+  keys.resize(laneOf.size());
+  for (const auto& [k, l] : laneOf) keys[l] = k;
+  std::vector<uint32_t> lanes(keys.size());
+  std::iota(lanes.begin(), lanes.end(), 0u);
+  std::sort(lanes.begin(), lanes.end(), [&](uint32_t a, uint32_t b) {
+    const auto da = static_cast<int32_t>(keys[a] >> 32), db = static_cast<int32_t>(keys[b] >> 32);
+    return std::make_pair(da, static_cast<uint32_t>(keys[a])) < std::make_pair(db, static_cast<uint32_t>(keys[b]));
   });
+  std::vector<uint32_t> firstOf(keys.size());
+  uint32_t next = 0;
+  for (uint32_t l : lanes) {
+    firstOf[l] = next;
+    next += counts[l];
+  }
+  std::vector<uint32_t> order(rows.size());
+  {
+    std::vector<uint32_t> fill = firstOf;
+    for (uint32_t i = 0; i < rows.size(); ++i) order[fill[lane(rows[i])]++] = i;
+  }
+  auto byEnd = [&](uint32_t a, uint32_t b) {
+    return std::tie(rows[a].record.end, rows[a].record.start) < std::tie(rows[b].record.end, rows[b].record.start);
+  };
+  for (uint32_t l : lanes) {
+    const auto first = order.begin() + firstOf[l], last = first + counts[l];
+    if (!std::is_sorted(first, last, byEnd)) std::sort(first, last, byEnd);
+  }
   std::vector<uint32_t> timed, yielding;
   for (size_t first = 0; first < order.size();) {
     size_t last = first;

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "NpuActivity.h"
+
 namespace torch_mspti {
 namespace {
 
@@ -32,11 +34,12 @@ ActivityType typeOf(const Marker& m) {
 void buildMarkerActivities(const MarkerTable& table, const OpTimeline& ops, CorrelationIds& ids,
                            libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes, SessionCounters& c) {
   for (const Marker& m : table.markers) {
-    auto& act = *buffer.activities.emplace_back(
-        std::make_unique<GenericTraceActivity>(buffer.span, typeOf(m),
+    auto owned = std::make_unique<NpuActivity>(buffer.span, typeOf(m),
                                                m.name                               ? *m.name
                                                : m.kind == MarkerKind::kUnpairedEnd ? kRangeEndName
-                                                                                    : kUnknownName));
+                                                                                    : kUnknownName);
+    NpuActivity& act = *owned;
+    buffer.activities.push_back(std::move(owned));
     act.id = ids.next();
     act.device = m.lane;
     act.resource = m.row;
@@ -50,11 +53,11 @@ void buildMarkerActivities(const MarkerTable& table, const OpTimeline& ops, Corr
       act.endTime = m.end;
       if (!ops.ranOps(static_cast<uint32_t>(m.row))) lanes.addLaunchThread(m.lane, m.row);
     }
-    act.addMetadataQuoted(kDomain, m.domain ? *m.domain : std::string(kUnknownMarkerDomain));
-    act.addMetadata(kMarkerId, m.id);
-    if (m.kind == MarkerKind::kUnpairedStart) act.addMetadataQuoted(kUnpaired, "start");
-    if (m.kind == MarkerKind::kUnpairedEnd) act.addMetadataQuoted(kUnpaired, "end");
-    if (m.kind == MarkerKind::kUnknownFlag) act.addMetadata(kFlag, m.flag);
+    act.quotedArg(kDomain, m.domain ? std::string_view(*m.domain) : std::string_view(kUnknownMarkerDomain));
+    act.arg(kMarkerId, m.id);
+    if (m.kind == MarkerKind::kUnpairedStart) act.quotedArg(kUnpaired, "start");
+    if (m.kind == MarkerKind::kUnpairedEnd) act.quotedArg(kUnpaired, "end");
+    if (m.kind == MarkerKind::kUnknownFlag) act.arg(kFlag, m.flag);
     ++c.markerRows;
   }
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "LinkResolver.h"
+#include "NpuActivity.h"
 #include "TorchCompat.h"
 
 namespace torch_mspti {
@@ -69,19 +70,21 @@ void buildMemoryActivities(const MemoryTimeline& timeline, const OpTimeline& ops
     const LinkDecision d = resolveLink(e.call, ops);
     // A PRIVATEUSE1_DRIVER span of the call's host time: torch drops CPU_INSTANT_EVENT activities it
     // did not record itself, with a warning (kineto.md 1.6).
-    auto& instant = *buffer.activities.emplace_back(std::make_unique<GenericTraceActivity>(
-        buffer.span, ActivityType::PRIVATEUSE1_DRIVER, isRelease(r) ? "Memory Release" : "Memory Allocation"));
+    auto owned = std::make_unique<NpuActivity>(buffer.span, ActivityType::PRIVATEUSE1_DRIVER,
+                                               isRelease(r) ? "Memory Release" : "Memory Allocation");
+    NpuActivity& instant = *owned;
+    buffer.activities.push_back(std::move(owned));
     instant.startTime = r.start;
     instant.endTime = std::max(r.end, r.start);
     instant.device = e.device;
     instant.resource = kMemoryLane;
     instant.threadId = kMemoryLane;
-    instant.addMetadata(kBytes, r.bytes);
-    instant.addMetadataQuoted(kAddress, fmt::format("0x{:x}", r.address));
-    instant.addMetadata(kCorrelation, r.correlationId);
-    instant.addMetadataQuoted(kLink, linkStateName(d.state));
+    instant.arg(kBytes, r.bytes);
+    instant.quotedArg(kAddress, fmt::format("0x{:x}", r.address));
+    instant.arg(kCorrelation, r.correlationId);
+    instant.quotedArg(kLink, linkStateName(d.state));
     if (d.op) {
-      instant.addMetadata(kOp, d.op->id);
+      instant.arg(kOp, static_cast<uint64_t>(d.op->id));
       ++c.memoryLinked;
     }
     lanes.addMemoryLane(e.device);
