@@ -1,5 +1,6 @@
 """Shared helpers of the benchmark runner and its modules: statistics, machine and version facts,
-child-process plumbing. No benchmark logic lives here."""
+child-process plumbing, and the simulated-NPU workload the Python benchmarks share (B3py, B5): the
+simulator set-up, N ``x.zero_()`` ops, and the session's completeness check."""
 
 from __future__ import annotations
 
@@ -84,3 +85,51 @@ def emit(result: dict[str, Any], path: str | None) -> None:
 
 class CompletenessError(AssertionError):
     """A benchmark lost data: its timing is not a result."""
+
+
+# ---------------------------------------------------------------- the simulated-NPU workload (B3py, B5)
+
+#: Simulator options of the trace benchmarks: records reach the plugin 2 ms after their kernel and a
+#: driver flush takes 1 ms, so the drain inside the profiler's exit is a few ms (B2 measures the drain).
+SIM_OPTIONS = {"delivery_delay_ns": 2_000_000, "driver_flush_ns": 1_000_000}
+#: ``torch_mspti.sim.enable`` arguments: one device, launches inside their ops (every kernel linkable),
+#: no housekeeping kernels inside the profiled window (the one per device comes with the first allocation).
+SIM_ENABLE = {"device_count": 1, "launch_mode": "direct", "housekeeping_every": 0}
+
+
+def setup_simulator(options: dict[str, int] | None = None) -> dict[str, Any]:
+    """Turns this process's PrivateUse1 into the simulated NPU (``SIM_ENABLE``) and sets the MSPTI
+    simulator's options (``SIM_OPTIONS`` unless given) through ``msptiSimSetOption``; returns what it set."""
+    import ctypes
+
+    import torch_mspti.sim as sim
+
+    sim.enable(**SIM_ENABLE)
+    lib = ctypes.CDLL(sim.simulator_library())
+    lib.msptiSimSetOption.argtypes = [ctypes.c_char_p, ctypes.c_int64]
+    opts = dict(SIM_OPTIONS if options is None else options)
+    for key, value in opts.items():
+        lib.msptiSimSetOption(key.encode(), value)
+    return {"enable": dict(SIM_ENABLE), "options": opts}
+
+
+def npu_zero_ops(x: Any, n: int) -> None:
+    """N ``x.zero_()`` (one kernel each on the simulated NPU, direct launch), then a device synchronize."""
+    import torch
+
+    for _ in range(n):
+        x.zero_()
+    torch.npu.synchronize()
+
+
+def check_session(n: int, arm: str = "plugin") -> dict[str, Any]:
+    """The plugin's last session holds exactly N kernels, each linked to its op and verified
+    (``torch_mspti.diagnostics().to_dict()["last_session"]``); returns that report, raises
+    CompletenessError otherwise."""
+    import torch_mspti
+
+    last = torch_mspti.diagnostics(load_library=False).to_dict()["last_session"]
+    got, verified = last["rows"]["kernels"], last["links"]["verified"]
+    if not (got == n and verified == n):
+        raise CompletenessError(f"{arm}: {n} kernels launched; the session has {got} ({verified} verified links)")
+    return last

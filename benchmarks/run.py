@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """torch-mspti benchmark runner: one command for every figure of benchmarks/README.md.
 
-    python benchmarks/run.py [--smoke] [--json out.json] [--build-dir DIR] [--only B1a,B2,...]
+    python benchmarks/run.py [--smoke] [--json out.json] [--build-dir DIR] [--only B1a,B2,...,B5]
 
 Builds the C++ benchmarks (benchmarks/cpp, CMake option TORCH_MSPTI_BENCHMARKS) into
 --build-dir (default build/bench; configured there when needed, otherwise brought up to date),
@@ -40,6 +40,7 @@ FULL = {
     "overhead": ["--ops", "5000", "--reps", "15"],
     "trace_processing": ["--n", "100000", "--reps", "3"],
     "cli_startup": ["--reps", "15", "--ops", "1000"],
+    "end_to_end": ["--n", "1000000", "--ranks", "8", "--rank-n", "100000", "--reps", "1"],
 }
 SMOKE = {
     "pushpop": ["--iters=50000", "--reps=3", "--launches=2000"],
@@ -49,6 +50,7 @@ SMOKE = {
     "overhead": ["--ops", "300", "--reps", "2"],
     "trace_processing": ["--n", "500", "--reps", "1"],
     "cli_startup": ["--reps", "2", "--ops", "100"],
+    "end_to_end": ["--n", "2000", "--ranks", "2", "--rank-n", "500", "--reps", "1"],
 }
 
 
@@ -230,15 +232,26 @@ def fig_pushpop(d: dict[str, Any], f: Figures) -> None:
         None,
         f"simulator alone {arms['direct_sim']['median']:.1f} ns",
     )
-    f.add(
-        "B1c",
-        "MSPTI(sim) per launch, plugin's kinds + push/pop",
-        arms["launch_plugin_kinds"],
-        "ns/launch",
-        "report",
-        None,
-        f"KERNEL only (bare consumer) {arms['launch_kernel_only']['median']:.0f} ns",
-    )
+    base = arms["launch_kernel_only"]["median"]
+    for key, label, links in (
+        ("launch_kernel_only", "KERNEL (bare consumer)", "no link evidence"),
+        ("launch_kernel_pushpop", "KERNEL, inside push/pop", "no link evidence"),
+        ("launch_hints", "+ EXTERNAL_CORRELATION", "hints only: unverified"),
+        ("launch_calls", "KERNEL + RUNTIME_API, inside push/pop", "launch times only: recovered"),
+        ("launch_plugin_kinds", "KERNEL + EXTERNAL_CORRELATION + RUNTIME_API (the plugin's)", "verified"),
+    ):
+        if key not in arms:
+            continue
+        f.add(
+            "B1c",
+            f"MSPTI(sim) per launch, {label}",
+            arms[key],
+            "ns/launch",
+            "report",
+            None,
+            f"+{arms[key]['median'] - base:.0f} ns over KERNEL only; links: {links}",
+        )
+    d["summary"]["mspti_share_ns_per_launch"] = arms["launch_plugin_kinds"]["median"] - base
 
 
 def fig_drain(d: dict[str, Any], f: Figures) -> None:
@@ -339,10 +352,11 @@ def fig_process(d: dict[str, Any], f: Figures) -> None:
             f"our bytes per kernel, {n_:,} kernels",
             {"median": ours},
             "B/kernel",
-            "<= 400",
-            ours <= 400,
+            "<= 300",
+            ours <= 300,
             f"store {parts['store_bytes']:.0f} + launch table {parts['table_bytes']:.0f} + op log "
             f"{parts['log_bytes']:.0f} + transient {parts['transient_peak_bytes']:.0f}; "
+            f"peak in stop() {a.get('stop_peak_bytes', float('nan')) / n_:.0f}; "
             f"kineto's activities {a['activity_bytes'] / n_:.0f}",
         )
 
@@ -398,14 +412,14 @@ def fig_trace(d: dict[str, Any], f: Figures) -> None:
     n = d["params"]["n"]
     for phase in ("exit", "events", "export"):
         p = d["per_unit_us"][phase]
-        target = "<= 1 (per-op)" if phase == "exit" else "report"
+        target = "<= 2 (per-op)" if phase == "exit" else "report"
         f.add(
             "B3py",
             f"{phase}: added us per kernel / torch us per op, n={n:,}",
             p["ratio"],
             "x",
             target,
-            le(p["ratio"], 1.0) if phase == "exit" else None,
+            le(p["ratio"], 2.0) if phase == "exit" else None,
             f"{p['plugin_per_kernel']['median']:.2f} vs {p['torch_per_op']['median']:.2f} us",
         )
 
@@ -425,6 +439,81 @@ def fig_cli(d: dict[str, Any], f: Figures) -> None:
         )
 
 
+def fig_end_to_end(d: dict[str, Any], f: Figures) -> None:
+    single = d["single"]
+    n, s = single["n"], single["summary"]
+    ph = s["phases"]
+
+    def vs_cpu(row: dict[str, Any]) -> str:
+        if "cpu_only" not in row:
+            return f"{row['plugin_us_per_kernel']['median']:.2f} us/kernel; no cpu_only counterpart"
+        return (
+            f"cpu_only {row['cpu_only']['median']:.3g} s: {row['ratio']['median']:.2f}x, "
+            f"{row['added_us_per_kernel']['median']:+.2f} us/kernel"
+        )
+
+    for key, label in (
+        ("stop_to_plain_s", "stop() to plain trace on disk"),
+        ("stop_to_gzip_s", "stop() to gzip trace on disk"),
+    ):
+        f.add("B5", f"{label}, {n:,} kernels", ph[key]["plugin"], "s", "report", None, vs_cpu(ph[key]))
+    for key, label in (
+        ("exit_s", "torch __exit__ (whole)"),
+        ("stop_s", "our stop()"),
+        ("process_trace_s", "our processTrace"),
+        ("exit_rest_s", "rest of the exit: torch + kineto (vs the cpu_only exit)"),
+        ("export_plain_s", "export_chrome_trace .json"),
+        ("export_gzip_s", "export_chrome_trace .json.gz"),
+    ):
+        f.add("B5", f"  {label}", ph[key]["plugin"], "s", "report", None, vs_cpu(ph[key]))
+    rss, b = s["peak_rss_bytes"], s["trace_bytes_per_kernel"]
+    f.add(
+        "B5",
+        f"  peak RSS, plugin arm, {n:,} kernels",
+        {"median": rss["plugin"]["median"] / 2**30},
+        "GiB",
+        "report",
+        None,
+        f"cpu_only {rss['cpu_only']['median'] / 2**30:.2f} GiB; plugin extra {rss['plugin_extra_per_kernel']:.0f} B/kernel",
+    )
+    f.add(
+        "B5",
+        "  trace bytes per kernel, plain",
+        {"median": b["plugin_plain"]},
+        "B/kernel",
+        "report",
+        None,
+        f"gzip {b['plugin_gzip']:.0f} B/kernel; cpu_only {b['cpu_only_plain_per_op']:.0f} / {b['cpu_only_gzip_per_op']:.0f} B per op",
+    )
+    mr = d.get("ranks") or {}
+    if mr.get("summary"):
+        ms, r, rn = mr["summary"], mr["ranks"], mr["n"]
+        for key, label in (("first_stop_to_last_plain", "plain"), ("first_stop_to_last_gzip", "gzip")):
+            w = ms["wall_s"][key]
+            f.add(
+                "B5",
+                f"{r} ranks x {rn:,}: first stop() to the last {label} trace on disk",
+                {"median": w["plugin"]},
+                "s",
+                "report",
+                None,
+                f"cpu_only {w['cpu_only']:.3g} s ({w['ratio']:.2f}x); spawn to last {label}: "
+                f"{ms['wall_s'][key.replace('first_stop', 'spawn')]['plugin']:.3g} s",
+            )
+        ex = ms["phases"]["exit_s"]
+        tb, rss_r = ms["total_trace_bytes"], ms["max_peak_rss_bytes"]
+        f.add(
+            "B5",
+            "  per-rank torch __exit__ (median; max in note)",
+            {"median": ex["plugin_median"]},
+            "s",
+            "report",
+            None,
+            f"max {ex['plugin_max']:.3g} s; cpu_only median {ex['cpu_only_median']:.3g} s; total trace bytes "
+            f"{tb['plugin_plain']:,} plain / {tb['plugin_gzip']:,} gzip; max peak RSS {rss_r['plugin'] / 2**30:.2f} GiB",
+        )
+
+
 BENCHES: list[tuple[str, str, str, Callable[[dict[str, Any], Figures], None]]] = [
     ("B1a", "cpp", "pushpop", fig_pushpop),
     ("B1b", "py", "overhead", fig_overhead),
@@ -433,6 +522,7 @@ BENCHES: list[tuple[str, str, str, Callable[[dict[str, Any], Figures], None]]] =
     ("B3py", "py", "trace_processing", fig_trace),
     ("B4", "cpp", "walk", fig_walk),
     ("Bcli", "py", "cli_startup", fig_cli),
+    ("B5", "py", "end_to_end", fig_end_to_end),
 ]
 
 
@@ -458,6 +548,28 @@ def fig_cross(report: dict[str, Any], f: Figures) -> None:
         "<= 1",
         le(stats, 1.0),
         f"{summarize(ours_us)['median']:.2f} vs {torch_us:.2f} us; separate processes",
+    )
+
+
+def fig_b1b_split(report: dict[str, Any], f: Figures) -> None:
+    """B1b's plugin-added op-thread CPU per launch, split into MSPTI's share (B1c: the simulator's
+    cost of the plugin's kinds and push/pop over KERNEL only) and the plugin's own (B1a: its push
+    and pop), the rest unexplained; B1b and B1a/B1c run in separate processes, so reported only."""
+    b1b, b1a = report["benchmarks"].get("overhead"), report["benchmarks"].get("pushpop")
+    if not (b1b and b1a and b1b.get("ok") and b1a.get("ok")):
+        return
+    added_ns = (b1b["plugin_us_per_op"]["median"] - b1b["pu1_idle_us_per_op"]["median"]) * 1000
+    mspti_ns = b1a["summary"]["mspti_share_ns_per_launch"]
+    own_ns = b1a["summary"]["plugin_share"]["median"]
+    f.add(
+        "B1b",
+        "  per launch: the plugin's collection (plugin - idle plugin), op thread",
+        {"median": added_ns},
+        "ns/launch",
+        "report",
+        None,
+        f"MSPTI's share {mspti_ns:.0f} ns (B1c: its kinds + push/pop over KERNEL only), the plugin's own "
+        f"{own_ns:.0f} ns (B1a: push + pop), rest {added_ns - mspti_ns - own_ns:.0f} ns; separate processes",
     )
 
 
@@ -505,7 +617,7 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (CI): checks completeness, not speed")
     ap.add_argument("--json", help="write the full report here")
     ap.add_argument("--build-dir", default=str(REPO / "build" / "bench"))
-    ap.add_argument("--only", help="comma-separated subset of B1a,B1b,B2,B3,B3py,B4,Bcli")
+    ap.add_argument("--only", help="comma-separated subset of B1a,B1b,B2,B3,B3py,B4,Bcli,B5")
     ap.add_argument("--strict", action="store_true", help="also fail (exit 2) when a target is missed")
     a = ap.parse_args()
 
@@ -520,7 +632,7 @@ def main() -> int:
         "benchmarks": {},
     }
     selected = [b for b in BENCHES if not only or b[0] in only]
-    # The C++ tree serves the C++ benchmarks and B1b's MSPTI consumer; --only Bcli needs neither.
+    # The C++ tree serves the C++ benchmarks and B1b's MSPTI consumer; --only Bcli / B5 need neither.
     needs_build = any(kind == "cpp" or name == "overhead" for _, kind, name, _ in selected)
     bin_dir = build(Path(a.build_dir)) if needs_build else Path(a.build_dir)
     consumer = bin_dir / "libbench_consumer.so"
@@ -550,6 +662,7 @@ def main() -> int:
             failed = True
             figures.fail(key, f"unexpected result: {exc!r}")
     fig_cross(report, figures)
+    fig_b1b_split(report, figures)
     report["figures"] = figures.rows
     report["seconds"] = time.time() - t0
     report["machine"]["loadavg_at_end"] = list(os.getloadavg())

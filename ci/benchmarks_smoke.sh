@@ -19,7 +19,7 @@ import json
 import sys
 
 report = json.load(open(sys.argv[1]))
-expected = {"pushpop", "overhead", "drain", "process", "trace_processing", "walk", "cli_startup"}
+expected = {"pushpop", "overhead", "drain", "process", "trace_processing", "walk", "cli_startup", "end_to_end"}
 ran = report["benchmarks"]
 bad = sorted(name for name in expected if not (name in ran and ran[name].get("ok") and not ran[name].get("exit_code")))
 if bad:
