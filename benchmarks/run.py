@@ -422,6 +422,26 @@ def fig_trace(d: dict[str, Any], f: Figures) -> None:
             le(p["ratio"], 2.0) if phase == "exit" else None,
             f"{p['plugin_per_kernel']['median']:.2f} vs {p['torch_per_op']['median']:.2f} us",
         )
+        if phase == "exit" and "exit_split_us" in d:
+            split = d["exit_split_us"]
+            f.add(
+                "B3py",
+                "  of which our stop() + processTrace / torch us per op",
+                split["ours_ratio"],
+                "x",
+                "report",
+                None,
+                f"{split['ours_per_kernel']['median']:.2f} us per kernel (the session's timings)",
+            )
+            f.add(
+                "B3py",
+                "  of which torch + kineto on our activities / torch us per op",
+                split["torch_kineto_ratio"],
+                "x",
+                "report",
+                None,
+                f"{split['torch_kineto_per_kernel']['median']:.2f} us per kernel: the ratio at zero plugin cost",
+            )
 
 
 def fig_cli(d: dict[str, Any], f: Figures) -> None:
