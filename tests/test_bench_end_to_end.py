@@ -22,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -76,14 +77,27 @@ def _links(events: list[dict]) -> tuple[int, int, list[str]]:
     }
     ops = {e["args"]["External id"]: e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"}
     flows = {(e["ph"], e["id"]): e for e in events if e.get("cat") == "ac2g" and e.get("ph") in ("s", "f")}
+    # The maps above keep one event per key: a correlation id (or op External id) that several
+    # kernels, launches or flow halves share would hide all but one of them, so it links nothing.
+    seen = Counter(("kernel", k["args"].get("correlation")) for k in kernels)
+    seen.update(
+        ("launch", e["args"]["correlation"])
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") == "privateuse1_runtime" and "correlation" in e.get("args", {})
+    )
+    seen.update((e["ph"], e["id"]) for e in events if e.get("cat") == "ac2g" and e.get("ph") in ("s", "f"))
+    seen.update(("op", e["args"]["External id"]) for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op")
+    shared = {key for key, count in seen.items() if count > 1}
     linked, problems = 0, []
     tol = 0.01
     for k in kernels:
         corr, ext = k["args"].get("correlation"), k["args"].get("External id")
         f, s, launch = flows.get(("f", corr)), flows.get(("s", corr)), launches.get(corr)
         op = ops.get(ext)
+        unique = not shared & {("kernel", corr), ("launch", corr), ("s", corr), ("f", corr), ("op", ext)}
         ok = (
-            k["args"].get("link") == "verified"
+            unique
+            and k["args"].get("link") == "verified"
             and f is not None
             and f.get("bp") == "e"
             and (f["pid"], f["tid"]) == (k["pid"], k["tid"])
@@ -101,7 +115,8 @@ def _links(events: list[dict]) -> tuple[int, int, list[str]]:
         if ok:
             linked += 1
         elif len(problems) < 3:
-            problems.append(f"kernel correlation {corr} (External id {ext}) is not linked to its op")
+            why = "shares its correlation or External id" if not unique else "is not linked to its op"
+            problems.append(f"kernel correlation {corr} (External id {ext}) {why}")
     return len(kernels), linked, problems
 
 
@@ -221,6 +236,12 @@ def test_checkers_fail_when_a_kernel_is_missing_or_unlinked(run, tmp_path):
         assert not (kernels == N and linked == N), f"the test's check missed {name}"
         summary = _trace_links.kernel_links(mutated)
         assert not _trace_links.complete(summary, N), f"the benchmark's check missed {name}: {summary}"
+    # N kernel events still, but one of them twice in place of another: the test's check sees it
+    doubled = copy.deepcopy(events)
+    first, second = [i for i, e in enumerate(doubled) if e.get("cat") == "kernel"][:2]
+    doubled[second] = copy.deepcopy(doubled[first])
+    kernels, linked, problems = _links(doubled)
+    assert kernels == N and linked < N and "shares its correlation" in problems[0], problems
     # one kernel removed, read back from files (plain and gzip) by the streaming reader and by the
     # worker's gate that makes the benchmark exit 1
     trace = json.loads(Path(path).read_text())

@@ -158,6 +158,8 @@ BUFFER_RANGE = "allowed 65536..268435456 bytes, a multiple of 8; the default 838
         ("TORCH_MSPTI_DRAIN_ORDER", "later", "is not allowed", "the default auto is kept"),
         ("TORCH_MSPTI_PROFILER", "bogus", "is not allowed", "use auto, mspti, off; the default auto is kept"),
         ("TORCH_MSPTI_BUFFER_SIZE", "64X", "is not an integer", BUFFER_RANGE),
+        ("TORCH_MSPTI_BUFFER_SIZE", "99999999999999999999", "is out of range", BUFFER_RANGE),
+        ("TORCH_MSPTI_BUFFER_SIZE", "9999999999999G", "is out of range", BUFFER_RANGE),
     ],
 )
 def test_bad_environment_values_are_reported_and_ignored(var, value, expected, allowed):

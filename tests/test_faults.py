@@ -215,6 +215,35 @@ def test_duplicate_kernel_records_are_deduplicated_and_counted(tmp_path):
     assert session["records_by_kind"]["KERNEL"] == 2 * LAUNCHED
 
 
+CAP_LAUNCHES = 1500
+CAPPED = f"""
+for i in range({CAP_LAUNCHES}):
+    launch({{"name": f"C_{{i}}", "stream": 2}})
+sync()
+"""
+
+
+def test_a_session_over_its_cap_keeps_whole_launches(tmp_path):
+    # Small buffers make host records (API, external correlation) complete before the kernels'
+    # buffers: a cap filled in arrival order would keep calls whose kernels it then has no room for.
+    cap = CAP_LAUNCHES  # each launch is 3 records (API, external correlation, KERNEL)
+    run = simrun.run(CAPPED, tmp_path, config={"buffer_size": 64 << 10, "max_session_records": cap})
+    assert run.returncode == 0, run.stderr[-3000:]
+    session = _session(run)
+    kept = kernels(run.trace)
+    # At 3 records a launch, whole launches fill the cap to a third; at least a quarter of it is kept.
+    assert len(kept) >= cap // 4, (len(kept), session["dropped"])
+    assert session["dropped"]["over_cap"] >= 3 * CAP_LAUNCHES - cap, session["dropped"]
+    assert "over-cap" in session["warnings"], session["warnings"]
+    ops = sorted((op for op in cpu_ops(run.trace) if op["name"] == "simrun::launch"), key=lambda o: o["ts"])
+    assert len(ops) == CAP_LAUNCHES
+    for k in kept:  # each kept kernel is linked to the op instance that launched it, with its arrow
+        assert k["args"].get("External id") == ops[int(k["name"][2:])]["args"]["External id"], k
+    correlations = Counter(k["args"]["correlation"] for k in kept)
+    assert correlations == Counter(e["args"]["correlation"] for e in launches(run.trace)), "launch events"
+    assert max(correlations.values()) == 1
+
+
 def test_zero_or_inverted_timing_is_dropped_and_counted(tmp_path):
     run = simrun.run(WORKLOAD, tmp_path, sim_options={"bad_timing_every": 3})
     _assert_valid(run)

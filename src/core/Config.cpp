@@ -197,12 +197,31 @@ std::string parseMarkerDomains(const Setting& s, const std::string& text, Marker
   return "";
 }
 
+// The shift of a size suffix ("" 0, K 10, M 20, G 30); nullopt for any other.
+std::optional<int> suffixShift(const std::string& suffix) {
+  if (suffix.empty()) return 0;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") return 10;
+  if (suffix == "M" || suffix == "m" || suffix == "MiB") return 20;
+  if (suffix == "G" || suffix == "g" || suffix == "GiB") return 30;
+  return std::nullopt;
+}
+
+// Optional '-', digits, a known suffix: an integer, whether or not it fits 64 bits.
+bool isIntegerText(const std::string& text) {
+  const size_t first = !text.empty() && text[0] == '-' ? 1 : 0;
+  const size_t end = text.find_first_not_of("0123456789", first);
+  const size_t digitsEnd = end == std::string::npos ? text.size() : end;
+  return digitsEnd > first && suffixShift(text.substr(digitsEnd)).has_value();
+}
+
 // Applies `text` to `values`; "" or the error.
 std::string applyText(ConfigSnapshot& values, const Setting& s, const std::string& text) {
   switch (s.type) {
     case Type::kInt: {
       const auto v = parseSize(text);
-      if (!v) return fmt::format("{}: '{}' is not an integer; allowed {}", s.name, text, rangeText(s));
+      if (!v)  // digits that overflow 64 bits are an integer out of range, not a malformed one
+        return fmt::format("{}: '{}' is {}; allowed {}", s.name, text,
+                           isIntegerText(text) ? "out of range" : "not an integer", rangeText(s));
       std::string err = checkInt(s, *v);
       if (err.empty()) values.*(s.intField) = *v;
       return err;
@@ -284,19 +303,12 @@ const char* boolSettingName(bool ConfigSnapshot::* field) {
 }
 
 std::optional<int64_t> parseSize(const std::string& text) {
-  const size_t digits = !text.empty() && text[0] == '-' ? 1 : 0;  // negative: parsed, then out of range
-  if (text.size() <= digits || text[digits] < '0' || text[digits] > '9') return std::nullopt;
+  if (!isIntegerText(text)) return std::nullopt;
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (errno != 0) return std::nullopt;
-  const std::string suffix(end);
-  int shift = 0;
-  if (suffix.empty()) shift = 0;
-  else if (suffix == "K" || suffix == "k" || suffix == "KiB") shift = 10;
-  else if (suffix == "M" || suffix == "m" || suffix == "MiB") shift = 20;
-  else if (suffix == "G" || suffix == "g" || suffix == "GiB") shift = 30;
-  else return std::nullopt;
+  const int shift = *suffixShift(end);
   if (v > (INT64_MAX >> shift) || v < (INT64_MIN >> shift)) return std::nullopt;
   return static_cast<int64_t>(v) * (int64_t{1} << shift);
 }

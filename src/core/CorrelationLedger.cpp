@@ -156,15 +156,29 @@ void CorrelationLedger::noteExternal(const ExternalCorrelationRecord& e) {
   recount(before, entry);
 }
 
+LaunchClass CorrelationLedger::classOf(const ApiRecord& api) {
+  if (!api.name) return LaunchClass::kNone;
+  // Names are interned (one pointer per distinct name): each is classified once.
+  auto [it, fresh] = classOfName_.try_emplace(api.name, LaunchClass::kNone);
+  if (fresh) it->second = classifyApiName(*api.name);
+  return it->second;
+}
+
+bool CorrelationLedger::awaitsAnswer(uint64_t id) const {
+  if (id == 0 || id <= staleBelow_) return false;
+  const LaunchEntry* e = lookup(id);
+  return e && bucket(*e) >= 0;
+}
+
+bool CorrelationLedger::wouldOpenWait(uint64_t id) const {
+  if (id == 0 || id <= staleBelow_) return false;
+  const LaunchEntry* e = lookup(id);
+  return !e || (e->deviceRecords == 0 && bucket(*e) < 0);
+}
+
 void CorrelationLedger::noteApi(const ApiRecords& apis, size_t index) {
   const ApiRecord& api = apis[index];
-  LaunchClass c = LaunchClass::kNone;
-  if (api.name) {
-    // Names are interned (one pointer per distinct name): each is classified once.
-    auto [it, fresh] = classOfName_.try_emplace(api.name, LaunchClass::kNone);
-    if (fresh) it->second = classifyApiName(*api.name);
-    c = it->second;
-  }
+  const LaunchClass c = classOf(api);
   ++apiCalls_[static_cast<int>(c)];
   if (api.correlationId == 0 || api.correlationId <= staleBelow_) return;
   // Only a launch call vouches for its id (a call that launches nothing carries its thread's

@@ -78,6 +78,17 @@ class CorrelationLedger {
   // Launches still waiting for a device record of a class in `waitFor` (bit 1 << LaunchClass;
   // bit 1 << kNone = unclassified launches).
   uint64_t pending(uint32_t waitFor) const;
+  static constexpr uint32_t kAnyClass = (1u << static_cast<int>(LaunchClass::kCount)) - 1;
+
+  // For the store's cap, which keeps room for the answer of every launch it kept:
+  // whether a record with `id` that answers its call (device or MEMORY) would end a pending wait;
+  bool awaitsAnswer(uint64_t id) const;
+  // whether noting a launch call (or an external record, which names a launch) with `id` would
+  // start a wait: the id is the session's and has no entry, or one that neither waits nor has
+  // been answered. Junk ids are not told apart (at worst a record is refused that would fit).
+  bool wouldOpenWait(uint64_t id) const;
+  // The class of an API record's name (classifyApiName, once per interned name).
+  LaunchClass classOf(const ApiRecord& api);
   bool knowsLaunches() const { return knows_; }
   // The highest id this session saw launched (an EXTERNAL_CORRELATION record or a launch call,
   // i.e. minted while it collected), junk ids excepted; 0 when none. Device records and calls

@@ -7,6 +7,26 @@
 
 namespace torch_mspti {
 
+namespace {
+
+size_t recordsIn(const WalkResult& b) {
+  return b.devices.size() + b.apis.size() + b.externals.size() + b.memory.size() + b.markers.size();
+}
+
+// Appends src to dst; the first batch's storage is taken whole.
+template <typename Dst, typename Src>
+void moveAll(Dst& dst, Src& src) {
+  if constexpr (std::is_same_v<Dst, Src>) {
+    if (dst.empty()) {
+      dst.swap(src);
+      return;
+    }
+  }
+  dst.insert(dst.end(), std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
+}
+
+}  // namespace
+
 void RecordStore::append(WalkResult& batch) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (sealed_) {
@@ -14,55 +34,11 @@ void RecordStore::append(WalkResult& batch) {
     batch.clear();
     return;
   }
-  // The cap: keep what fits (device rows first, then launch calls, then hints), count the rest.
-  // A device record over the cap still ends its launch's wait (noteDeviceIfKnown: no new entry).
-  uint64_t room = maxRecords_ > kept_ ? maxRecords_ - kept_ : 0;
-  auto fit = [&room](size_t n) {
-    const uint64_t k = std::min<uint64_t>(n, room);
-    room -= k;
-    return static_cast<size_t>(k);
-  };
-  const size_t devices = fit(batch.devices.size()), apis = fit(batch.apis.size()),
-               externals = fit(batch.externals.size()), memory = fit(batch.memory.size()),
-               markers = fit(batch.markers.size());
-  const uint64_t over = (batch.devices.size() - devices) + (batch.apis.size() - apis) +
-                        (batch.externals.size() - externals) + (batch.memory.size() - memory) +
-                        (batch.markers.size() - markers);
-  if (over > 0) {
-    overCap_ += over;
-    for (size_t i = devices; i < batch.devices.size(); ++i) ledger_.noteDeviceIfKnown(batch.devices[i]);
-    for (size_t i = memory; i < batch.memory.size(); ++i) ledger_.noteAnswerIfKnown(batch.memory[i].correlationId);
-    batch.devices.resize(devices);
-    batch.apis.resize(apis);
-    batch.externals.resize(externals);
-    batch.memory.resize(memory);
-    batch.markers.resize(markers);
-  }
-  kept_ += devices + apis + externals + memory + markers;
-  // External-correlation records live on in the ledger only (their op and user-range hints).
-  for (const auto& e : batch.externals) ledger_.noteExternal(e);
-  auto moveAll = [](auto& dst, auto& src) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(dst)>, std::decay_t<decltype(src)>>) {
-      if (dst.empty()) {
-        dst.swap(src);  // first batch: take the storage whole
-        return;
-      }
-    }
-    dst.insert(dst.end(), std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
-  };
-  const size_t firstApi = apis_.size();
-  moveAll(apis_, batch.apis);  // before noting: the ledger compares the starts of its indexed calls
-  for (size_t i = firstApi; i < apis_.size(); ++i) ledger_.noteApi(apis_, i);
-  for (const auto& m : batch.memory) ledger_.noteMemory(m);
-  for (const auto& d : batch.devices) {
-    ledger_.noteDevice(d);
-    earliestNewEnd_ = std::min(earliestNewEnd_, d.end);
-    if (std::find(devicesSeen_.begin(), devicesSeen_.end(), d.deviceId) == devicesSeen_.end())
-      devicesSeen_.push_back(d.deviceId);
-  }
-  moveAll(devices_, batch.devices);
-  moveAll(memory_, batch.memory);
-  moveAll(markers_, batch.markers);
+  // Every record of the batch fits even if each opened a wait that needs room for its answer:
+  // keep them all without looking at each.
+  const uint64_t n = recordsIn(batch);
+  if (kept_ + ledger_.pending(CorrelationLedger::kAnyClass) + 2 * n <= maxRecords_) keepAll(batch);
+  else keepWithinCap(batch);
   for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) recordsByKind_[i] += batch.recordsByKind[i];
   if (batch.abandoned) {
     ++abandonedBuffers_;
@@ -70,6 +46,80 @@ void RecordStore::append(WalkResult& batch) {
   }
   records_.fetch_add(batch.records, std::memory_order_release);
   batch.clear();
+}
+
+void RecordStore::noteKeptDevice(const DeviceRecord& d) {
+  ledger_.noteDevice(d);
+  earliestNewEnd_ = std::min(earliestNewEnd_, d.end);
+  if (std::find(devicesSeen_.begin(), devicesSeen_.end(), d.deviceId) == devicesSeen_.end())
+    devicesSeen_.push_back(d.deviceId);
+}
+
+void RecordStore::keepAll(WalkResult& batch) {
+  kept_ += recordsIn(batch);
+  // External-correlation records live on in the ledger only (their op and user-range hints).
+  for (const auto& e : batch.externals) ledger_.noteExternal(e);
+  const size_t firstApi = apis_.size();
+  moveAll(apis_, batch.apis);  // before noting: the ledger compares the starts of its indexed calls
+  for (size_t i = firstApi; i < apis_.size(); ++i) ledger_.noteApi(apis_, i);
+  for (const auto& m : batch.memory) ledger_.noteMemory(m);
+  for (const auto& d : batch.devices) noteKeptDevice(d);
+  moveAll(devices_, batch.devices);
+  moveAll(memory_, batch.memory);
+  moveAll(markers_, batch.markers);
+}
+
+// The cap keeps room for the answer (device or MEMORY record) of every launch call and external
+// record it keeps: a kept launch's kernel is always kept, and a kernel whose launch was kept is
+// never crowded out by the host records of later launches (which MSPTI delivers first, the
+// device records of a launch coming ~200 ms after its call, docs/mspti.md 5.3). So past the cap the
+// session holds whole launches; records that do not fit are counted (overCap) and their answers,
+// when they come, find no room either. Each record is noted as it is kept (its wait changes the
+// room of the next), device records first.
+void RecordStore::keepWithinCap(WalkResult& batch) {
+  const uint64_t before = kept_;
+  auto room = [this](uint64_t need) {
+    return kept_ + ledger_.pending(CorrelationLedger::kAnyClass) + need <= maxRecords_;
+  };
+  for (const auto& d : batch.devices) {
+    if (ledger_.awaitsAnswer(d.correlationId) || room(1)) {
+      noteKeptDevice(d);
+      devices_.push_back(d);
+      ++kept_;
+    } else {
+      ledger_.noteDeviceIfKnown(d);  // a further answer of a known launch; adds no entry
+    }
+  }
+  for (const auto& m : batch.memory) {
+    if (ledger_.awaitsAnswer(m.correlationId) || room(1)) {
+      ledger_.noteMemory(m);
+      memory_.push_back(m);
+      ++kept_;
+    } else {
+      ledger_.noteAnswerIfKnown(m.correlationId);
+    }
+  }
+  for (auto& a : batch.apis) {
+    const bool opens = ledger_.classOf(a) != LaunchClass::kNone && ledger_.wouldOpenWait(a.correlationId);
+    if (room(opens ? 2 : 1)) {
+      apis_.push_back(std::move(a));
+      ledger_.noteApi(apis_, apis_.size() - 1);
+      ++kept_;
+    }
+  }
+  for (const auto& e : batch.externals) {
+    if (room(ledger_.wouldOpenWait(e.correlationId) ? 2 : 1)) {
+      ledger_.noteExternal(e);
+      ++kept_;
+    }
+  }
+  for (auto& m : batch.markers) {
+    if (room(1)) {
+      markers_.push_back(std::move(m));
+      ++kept_;
+    }
+  }
+  overCap_ += recordsIn(batch) - (kept_ - before);
 }
 
 void RecordStore::seal() {

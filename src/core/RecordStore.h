@@ -2,7 +2,9 @@
 // correlation ledger (CorrelationLedger.h) kept up to date as they arrive, and the session's
 // interned strings.
 //
-// The store is bounded (max_session_records): records beyond the cap are counted, not kept.
+// The store is bounded (max_session_records): records beyond the cap are counted, not kept. The
+// cap keeps room for the answer of every launch it kept (keepWithinCap), so over the cap a session
+// holds whole launches: each kept launch call keeps its kernel.
 //
 // Collection ends with seal(): records completed after it (a completion that was still running
 // when a FlushAll failed, or a library that keeps delivering) are counted, not kept, so readers
@@ -26,8 +28,8 @@ namespace torch_mspti {
 class RecordStore {
  public:
   // Correlation ids at or below `staleBelow` (the highest id earlier sessions saw) are theirs.
-  // At most `maxRecords` records (device, API, external and marker records together; the setting
-  // max_session_records) are kept; the ledger grows only with kept records.
+  // At most `maxRecords` records (device, API, external, memory and marker records together; the
+  // setting max_session_records) are kept; the ledger grows only with kept records.
   explicit RecordStore(uint64_t staleBelow, uint64_t maxRecords = UINT64_MAX)
       : maxRecords_(maxRecords), ledger_(staleBelow) {}
 
@@ -86,6 +88,10 @@ class RecordStore {
   }
 
  private:
+  void keepAll(WalkResult& batch);
+  void keepWithinCap(WalkResult& batch);
+  void noteKeptDevice(const DeviceRecord& d);
+
   NameTable names_;
   mutable std::mutex mutex_;
   bool sealed_ = false;

@@ -111,29 +111,58 @@ TEST(RecordStore, ConcurrentAppendsAndSealLoseNothingUncounted) {
 
 // max_session_records: the store keeps what fits (device rows first, then launch calls, then
 // hints), counts the rest, and a device record over the cap still ends its launch's wait.
-TEST(RecordStore, CapKeepsWhatFitsAndCountsTheRest) {
+TEST(RecordStore, CapKeepsRoomForTheKernelOfEachLaunchItKeeps) {
   RecordStore store(0, 5);
   RecordBuilder first;
   first.external(layout::kCustom0, 7, 1).api(10, 20, 1, 2, 1, "LaunchKernelV2");
   first.external(layout::kCustom0, 8, 2).api(30, 40, 1, 2, 2, "LaunchKernelV2");
-  appendRecords(store, first);  // 4 kept
+  // Two launch calls (4 of 5 with their kernels' room), id 1's hint (5); id 2's hint does not fit.
+  appendRecords(store, first);
+  EXPECT_EQ(store.overCap(), 1u);
   EXPECT_EQ(store.pendingLaunches(kKernelBit), 2u);
   RecordBuilder second;
   second.kernel(50, 60, 0, 1, 1, "a").kernel(70, 80, 0, 1, 2, "b");
   second.external(layout::kCustom0, 9, 3).api(90, 95, 1, 2, 3, "LaunchKernelV2");
-  appendRecords(store, second);  // room for one: kernel a
+  appendRecords(store, second);  // both kernels had their room; launch 3 has none
   EXPECT_EQ(store.overCap(), 3u);
-  EXPECT_EQ(store.pendingLaunches(kKernelBit), 0u);  // b ended id 2's wait; id 3 never noted
+  EXPECT_EQ(store.pendingLaunches(kKernelBit), 0u);
   EXPECT_EQ(store.ledger().find(3), nullptr);
   RecordBuilder third;
-  third.kernel(100, 110, 0, 1, 9, "c");
+  third.kernel(100, 110, 0, 1, 9, "c");  // a kernel whose launch the session never kept
   appendRecords(store, third);
   EXPECT_EQ(store.overCap(), 4u);
   EXPECT_EQ(store.ledger().size(), 2u);
   store.seal();
-  ASSERT_EQ(store.devices().size(), 1u);
+  ASSERT_EQ(store.devices().size(), 2u);
   EXPECT_EQ(store.devices()[0].correlationId, 1u);
+  EXPECT_EQ(store.devices()[1].correlationId, 2u);
   EXPECT_EQ(store.apis().size(), 2u);
+}
+
+// MSPTI delivers a launch's API and external records long before its kernel (mspti.md 5.3), so
+// with small buffers a session's host records fill buffer after buffer before the first kernel
+// arrives: those buffers must not take the room of the kernels their launches announced.
+TEST(RecordStore, HostRecordsArrivingFirstNeverCrowdOutTheKernelsOfKeptLaunches) {
+  constexpr uint64_t kCap = 30, kLaunches = 20;
+  RecordStore store(0, kCap);
+  for (uint64_t id = 1; id <= kLaunches; ++id) {
+    RecordBuilder host;
+    host.external(layout::kCustom0, 100 + id, id).api(10 * id, 10 * id + 5, 1, 2, id, "LaunchKernelV2");
+    appendRecords(store, host);
+  }
+  for (uint64_t id = 1; id <= kLaunches; ++id) {
+    RecordBuilder device;
+    device.kernel(1000 + 10 * id, 1005 + 10 * id, 0, 1, id, "k");
+    appendRecords(store, device);
+  }
+  store.seal();
+  // Whole launches up to the cap: ten calls, their hints and their kernels.
+  ASSERT_EQ(store.apis().size(), kCap / 3);
+  ASSERT_EQ(store.devices().size(), store.apis().size());
+  for (size_t i = 0; i < store.devices().size(); ++i)
+    EXPECT_EQ(store.devices()[i].correlationId, store.apis()[i].correlationId);
+  EXPECT_EQ(store.overCap(), 3 * kLaunches - kCap);
+  EXPECT_EQ(store.pendingLaunches(kKernelBit), 0u);
 }
 
 }  // namespace
