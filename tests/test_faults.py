@@ -223,11 +223,14 @@ sync()
 """
 
 
-def test_a_session_over_its_cap_keeps_whole_launches(tmp_path):
+@pytest.mark.parametrize("buffer_size", [64 << 10, 8 << 20])
+def test_a_session_over_its_cap_keeps_whole_launches(buffer_size, tmp_path):
     # Small buffers make host records (API, external correlation) complete before the kernels'
     # buffers: a cap filled in arrival order would keep calls whose kernels it then has no room for.
+    # One large buffer holds calls and kernels together: kernels kept first would leave no room for
+    # their calls.
     cap = CAP_LAUNCHES  # each launch is 3 records (API, external correlation, KERNEL)
-    run = simrun.run(CAPPED, tmp_path, config={"buffer_size": 64 << 10, "max_session_records": cap})
+    run = simrun.run(CAPPED, tmp_path, config={"buffer_size": buffer_size, "max_session_records": cap})
     assert run.returncode == 0, run.stderr[-3000:]
     session = _session(run)
     kept = kernels(run.trace)

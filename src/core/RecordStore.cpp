@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 
 namespace torch_mspti {
@@ -75,23 +76,35 @@ void RecordStore::keepAll(WalkResult& batch) {
 // device records of a launch coming ~200 ms after its call, docs/mspti.md 5.3). So past the cap the
 // session holds whole launches; records that do not fit are counted (overCap) and their answers,
 // when they come, find no room either. Each record is noted as it is kept (its wait changes the
-// room of the next), device records first.
+// room of the next), calls first, so that a batch holding both a call
+// and its kernel keeps them together. A device record that comes in an earlier batch than its
+// call takes room as it finds it; its call may then find none (counted).
 void RecordStore::keepWithinCap(WalkResult& batch) {
   const uint64_t before = kept_;
   auto room = [this](uint64_t need) {
     return kept_ + ledger_.pending(CorrelationLedger::kAnyClass) + need <= maxRecords_;
   };
-  for (const auto& d : batch.devices) {
-    if (ledger_.awaitsAnswer(d.correlationId) || room(1)) {
-      noteKeptDevice(d);
-      devices_.push_back(d);
+  // Launch calls of this batch that found no room: their hints and answers in it are dropped
+  // with them, so no kernel is kept whose call was not.
+  std::unordered_set<uint64_t> droppedCalls;
+  for (auto& a : batch.apis) {
+    const bool opens = ledger_.classOf(a) != LaunchClass::kNone && ledger_.wouldOpenWait(a.correlationId);
+    if (room(opens ? 2 : 1)) {
+      apis_.push_back(std::move(a));
+      ledger_.noteApi(apis_, apis_.size() - 1);
       ++kept_;
-    } else {
-      ledger_.noteDeviceIfKnown(d);  // a further answer of a known launch; adds no entry
+    } else if (opens) {
+      droppedCalls.insert(a.correlationId);
+    }
+  }
+  for (const auto& e : batch.externals) {
+    if (!droppedCalls.count(e.correlationId) && room(ledger_.wouldOpenWait(e.correlationId) ? 2 : 1)) {
+      ledger_.noteExternal(e);
+      ++kept_;
     }
   }
   for (const auto& m : batch.memory) {
-    if (ledger_.awaitsAnswer(m.correlationId) || room(1)) {
+    if (ledger_.awaitsAnswer(m.correlationId) || (!droppedCalls.count(m.correlationId) && room(1))) {
       ledger_.noteMemory(m);
       memory_.push_back(m);
       ++kept_;
@@ -99,18 +112,13 @@ void RecordStore::keepWithinCap(WalkResult& batch) {
       ledger_.noteAnswerIfKnown(m.correlationId);
     }
   }
-  for (auto& a : batch.apis) {
-    const bool opens = ledger_.classOf(a) != LaunchClass::kNone && ledger_.wouldOpenWait(a.correlationId);
-    if (room(opens ? 2 : 1)) {
-      apis_.push_back(std::move(a));
-      ledger_.noteApi(apis_, apis_.size() - 1);
+  for (const auto& d : batch.devices) {
+    if (ledger_.awaitsAnswer(d.correlationId) || (!droppedCalls.count(d.correlationId) && room(1))) {
+      noteKeptDevice(d);
+      devices_.push_back(d);
       ++kept_;
-    }
-  }
-  for (const auto& e : batch.externals) {
-    if (room(ledger_.wouldOpenWait(e.correlationId) ? 2 : 1)) {
-      ledger_.noteExternal(e);
-      ++kept_;
+    } else {
+      ledger_.noteDeviceIfKnown(d);  // a further answer of a known launch; adds no entry
     }
   }
   for (auto& m : batch.markers) {

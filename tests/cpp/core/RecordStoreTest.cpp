@@ -165,5 +165,24 @@ TEST(RecordStore, HostRecordsArrivingFirstNeverCrowdOutTheKernelsOfKeptLaunches)
   EXPECT_EQ(store.pendingLaunches(kKernelBit), 0u);
 }
 
+TEST(RecordStore, OneBatchOverTheCapKeepsNoKernelWithoutItsCall) {
+  // The whole session in one buffer (a large buffer flushed at stop): kernels come in the same
+  // batch as their calls and must not fill the cap ahead of them.
+  constexpr uint64_t kCap = 30, kLaunches = 50;
+  RecordStore store(0, kCap);
+  RecordBuilder all;
+  for (uint64_t id = 1; id <= kLaunches; ++id)
+    all.external(layout::kCustom0, 100 + id, id).api(10 * id, 10 * id + 5, 1, 2, id, "LaunchKernelV2");
+  for (uint64_t id = 1; id <= kLaunches; ++id) all.kernel(1000 + 10 * id, 1005 + 10 * id, 0, 1, id, "k");
+  appendRecords(store, all);
+  store.seal();
+  // Calls and their kernels first (two records a launch); the hints find no room left.
+  ASSERT_EQ(store.apis().size(), kCap / 2);
+  ASSERT_EQ(store.devices().size(), store.apis().size());
+  for (size_t i = 0; i < store.devices().size(); ++i)
+    EXPECT_EQ(store.devices()[i].correlationId, store.apis()[i].correlationId);
+  EXPECT_EQ(store.overCap(), 3 * kLaunches - kCap);
+}
+
 }  // namespace
 }  // namespace torch_mspti::test
