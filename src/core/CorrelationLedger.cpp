@@ -144,7 +144,7 @@ const LaunchEntry* CorrelationLedger::lookup(uint64_t id) const {
 }
 
 void CorrelationLedger::noteExternal(const ExternalCorrelationRecord& e) {
-  if (e.correlationId == 0 || e.correlationId <= staleBelow_ || junk(e.correlationId)) return;
+  if (!ours(e.correlationId) || junk(e.correlationId)) return;
   maxId_ = std::max(maxId_, e.correlationId);
   knows_ = true;
   firstOwnId_ = std::min(firstOwnId_, e.correlationId);
@@ -165,13 +165,13 @@ LaunchClass CorrelationLedger::classOf(const ApiRecord& api) {
 }
 
 bool CorrelationLedger::awaitsAnswer(uint64_t id) const {
-  if (id == 0 || id <= staleBelow_) return false;
+  if (!ours(id)) return false;
   const LaunchEntry* e = lookup(id);
   return e && bucket(*e) >= 0;
 }
 
 bool CorrelationLedger::wouldOpenWait(uint64_t id) const {
-  if (id == 0 || id <= staleBelow_) return false;
+  if (!ours(id)) return false;
   const LaunchEntry* e = lookup(id);
   return !e || (e->deviceRecords == 0 && bucket(*e) < 0);
 }
@@ -180,7 +180,7 @@ void CorrelationLedger::noteApi(const ApiRecords& apis, size_t index) {
   const ApiRecord& api = apis[index];
   const LaunchClass c = classOf(api);
   ++apiCalls_[static_cast<int>(c)];
-  if (api.correlationId == 0 || api.correlationId <= staleBelow_) return;
+  if (!ours(api.correlationId)) return;
   // Only a launch call vouches for its id (a call that launches nothing carries its thread's
   // current id, possibly an earlier session's).
   if (c != LaunchClass::kNone) {
@@ -208,7 +208,7 @@ void CorrelationLedger::noteDevice(const DeviceRecord& d) { noteAnswer(d.correla
 void CorrelationLedger::noteMemory(const MemoryRecord& m) { noteAnswer(m.correlationId); }
 
 void CorrelationLedger::noteAnswer(uint64_t id) {
-  if (id == 0 || id <= staleBelow_) return;
+  if (!ours(id)) return;
   LaunchEntry& entry = *slot(id, true);
   const LaunchEntry before = entry;
   ++entry.deviceRecords;
@@ -218,7 +218,7 @@ void CorrelationLedger::noteAnswer(uint64_t id) {
 void CorrelationLedger::noteDeviceIfKnown(const DeviceRecord& d) { noteAnswerIfKnown(d.correlationId); }
 
 void CorrelationLedger::noteAnswerIfKnown(uint64_t id) {
-  if (id == 0 || id <= staleBelow_) return;
+  if (!ours(id)) return;
   LaunchEntry* e = slot(id, false);
   if (!e) return;
   const LaunchEntry before = *e;

@@ -133,7 +133,9 @@ class CorrelationLedger {
 
  private:
   void recount(const LaunchEntry& before, const LaunchEntry& after);
-  bool junk(uint64_t id);                   // counts it
+  bool junk(uint64_t id);  // counts it
+  // An id this session minted: nonzero and above every earlier session's.
+  bool ours(uint64_t id) const { return id != 0 && id > staleBelow_; }
   static int bucket(const LaunchEntry& e);  // pending bucket, -1 when not pending
 
   // The entry of `id`; created (present) when `create`, else nullptr when absent.

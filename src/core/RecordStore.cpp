@@ -37,8 +37,7 @@ void RecordStore::append(WalkResult& batch) {
   }
   // Every record of the batch fits even if each opened a wait that needs room for its answer:
   // keep them all without looking at each.
-  const uint64_t n = recordsIn(batch);
-  if (kept_ + ledger_.pending(CorrelationLedger::kAnyClass) + 2 * n <= maxRecords_) keepAll(batch);
+  if (fits(2 * recordsIn(batch))) keepAll(batch);
   else keepWithinCap(batch);
   for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) recordsByKind_[i] += batch.recordsByKind[i];
   if (batch.abandoned) {
@@ -47,6 +46,11 @@ void RecordStore::append(WalkResult& batch) {
   }
   records_.fetch_add(batch.records, std::memory_order_release);
   batch.clear();
+}
+
+// `need` more records fit beside those kept and the answers the kept launches still wait for.
+bool RecordStore::fits(uint64_t need) const {
+  return kept_ + ledger_.pending(CorrelationLedger::kAnyClass) + need <= maxRecords_;
 }
 
 void RecordStore::noteKeptDevice(const DeviceRecord& d) {
@@ -76,20 +80,17 @@ void RecordStore::keepAll(WalkResult& batch) {
 // device records of a launch coming ~200 ms after its call, docs/mspti.md 5.3). So past the cap the
 // session holds whole launches; records that do not fit are counted (overCap) and their answers,
 // when they come, find no room either. Each record is noted as it is kept (its wait changes the
-// room of the next), calls first, so that a batch holding both a call
-// and its kernel keeps them together. A device record that comes in an earlier batch than its
-// call takes room as it finds it; its call may then find none (counted).
+// room of the next), calls first, so that a batch holding both a call and its kernel keeps them
+// together. A device record that comes in an earlier batch than its call takes room as it finds
+// it; its call may then find none (counted).
 void RecordStore::keepWithinCap(WalkResult& batch) {
   const uint64_t before = kept_;
-  auto room = [this](uint64_t need) {
-    return kept_ + ledger_.pending(CorrelationLedger::kAnyClass) + need <= maxRecords_;
-  };
   // Launch calls of this batch that found no room: their hints and answers in it are dropped
   // with them, so no kernel is kept whose call was not.
   std::unordered_set<uint64_t> droppedCalls;
   for (auto& a : batch.apis) {
     const bool opens = ledger_.classOf(a) != LaunchClass::kNone && ledger_.wouldOpenWait(a.correlationId);
-    if (room(opens ? 2 : 1)) {
+    if (fits(opens ? 2 : 1)) {
       apis_.push_back(std::move(a));
       ledger_.noteApi(apis_, apis_.size() - 1);
       ++kept_;
@@ -98,13 +99,13 @@ void RecordStore::keepWithinCap(WalkResult& batch) {
     }
   }
   for (const auto& e : batch.externals) {
-    if (!droppedCalls.count(e.correlationId) && room(ledger_.wouldOpenWait(e.correlationId) ? 2 : 1)) {
+    if (!droppedCalls.count(e.correlationId) && fits(ledger_.wouldOpenWait(e.correlationId) ? 2 : 1)) {
       ledger_.noteExternal(e);
       ++kept_;
     }
   }
   for (const auto& m : batch.memory) {
-    if (ledger_.awaitsAnswer(m.correlationId) || (!droppedCalls.count(m.correlationId) && room(1))) {
+    if (ledger_.awaitsAnswer(m.correlationId) || (!droppedCalls.count(m.correlationId) && fits(1))) {
       ledger_.noteMemory(m);
       memory_.push_back(m);
       ++kept_;
@@ -113,7 +114,7 @@ void RecordStore::keepWithinCap(WalkResult& batch) {
     }
   }
   for (const auto& d : batch.devices) {
-    if (ledger_.awaitsAnswer(d.correlationId) || (!droppedCalls.count(d.correlationId) && room(1))) {
+    if (ledger_.awaitsAnswer(d.correlationId) || (!droppedCalls.count(d.correlationId) && fits(1))) {
       noteKeptDevice(d);
       devices_.push_back(d);
       ++kept_;
@@ -122,7 +123,7 @@ void RecordStore::keepWithinCap(WalkResult& batch) {
     }
   }
   for (auto& m : batch.markers) {
-    if (room(1)) {
+    if (fits(1)) {
       markers_.push_back(std::move(m));
       ++kept_;
     }

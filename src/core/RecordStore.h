@@ -88,6 +88,7 @@ class RecordStore {
   }
 
  private:
+  bool fits(uint64_t need) const;
   void keepAll(WalkResult& batch);
   void keepWithinCap(WalkResult& batch);
   void noteKeptDevice(const DeviceRecord& d);
