@@ -238,6 +238,8 @@ def test_a_session_over_its_cap_keeps_whole_launches(buffer_size, tmp_path):
     assert len(kept) >= cap // 4, (len(kept), session["dropped"])
     assert session["dropped"]["over_cap"] >= 3 * CAP_LAUNCHES - cap, session["dropped"]
     assert "over-cap" in session["warnings"], session["warnings"]
+    # the README's count of kernels lost over the cap
+    assert session["records_by_kind"]["KERNEL"] - session["rows"]["kernels"] == CAP_LAUNCHES - len(kept)
     ops = sorted((op for op in cpu_ops(run.trace) if op["name"] == "simrun::launch"), key=lambda o: o["ts"])
     assert len(ops) == CAP_LAUNCHES
     for k in kept:  # each kept kernel is linked to the op instance that launched it, with its arrow
