@@ -44,6 +44,7 @@ struct PluginReport {
   int64_t lastConfigureNs = 0;
   int lastTraceOurs = -1;
   bool factoryCalled = false, forkedChild = false, lastTraceUnnamedBackend = false;
+  SubscriptionRelease::Stats release;
 };
 
 nb::object peerObject(const PeerBackend& p) {
@@ -82,6 +83,14 @@ nb::typed<nb::dict, nb::str, nb::any> pluginDict(const PluginReport& r) {
   d["buffers_outstanding"] = r.outstanding;
   d["buffers_pooled"] = r.pooled;
   d["forked_child"] = r.forkedChild;
+  nb::dict release;
+  release["releases"] = r.release.releases;
+  release["in_flight"] = r.release.inFlight;
+  release["last_unsubscribe_ms"] = r.release.lastUnsubscribeMs;
+  release["last_result"] = r.release.lastResult;
+  release["last_error"] = pyText(r.release.lastError);
+  release["skipped_at_exit"] = r.release.skippedAtExit;
+  d["release"] = release;
   // The latest trace had no device session because the backend was unnamed: why, and the fix.
   d["no_device_session_reason"] =
       r.lastTraceUnnamedBackend ? nb::object(nb::str(kUnnamedBackendReason)) : nb::object(nb::none());
@@ -196,7 +205,7 @@ void bindDiagnostics(nb::module_& m) {
       .def_ro("order", &DrainStats::order)
       .def_ro("exit_reason", &DrainStats::exitReason)
       .def_ro("evidence", &DrainStats::evidence)
-      .def_ro("reenabled", &DrainStats::reenabled)
+      .def_ro("pulled_by", &DrainStats::pulledBy)
       .def_ro("flushes", &DrainStats::flushes)
       .def_ro("ms", &DrainStats::ms)
       .def_ro("synchronize_ms", &DrainStats::synchronizeMs)
@@ -278,12 +287,15 @@ void bindDiagnostics(nb::module_& m) {
         r.outstanding = c.pool.outstanding();
         r.pooled = c.pool.pooled();
         r.forkedChild = forkedFromMsptiParent();
+        r.release = c.release.stats();
         return pluginDict(r);
       },
       "Registration and usage facts of the plugin as plain data: registered, mode, other_profiler\n"
       "(torch_npu's built-in MSPTI backend when loaded: kind, description, version, library),\n"
       "last_trace_used_ours (True only when our session collected the last device trace; None before\n"
-      "one), MSPTI buffers outstanding and pooled, forked_child.");
+      "one), MSPTI buffers outstanding and pooled, forked_child, release (the stopped sessions'\n"
+      "msptiUnsubscribe, made off stop(): releases, in_flight, last_unsubscribe_ms, last_result,\n"
+      "last_error, skipped_at_exit).");
 
   m.def(
       "torch_build",

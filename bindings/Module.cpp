@@ -46,9 +46,17 @@ NB_MODULE(_C, m) {
       "(TORCH_MSPTI_PROFILER: auto, mspti, off) says. Idempotent: later calls return the first\n"
       "outcome. Returns one line saying which profiler serves PrivateUse1 traces. Thread-safe.");
 
-  m.def("note_process_exit", &torch_mspti::noteProcessExit,
-        "Tell the plugin the interpreter is exiting: sessions then make no MSPTI call (registered with\n"
-        "atexit by the package).");
+  m.def(
+      "note_process_exit",
+      [] {
+        torch_mspti::noteProcessExit();
+        // A stopped session's Unsubscribe may still be running: it ends before MSPTI's singletons
+        // are destroyed (SubscriptionRelease.h).
+        nb::gil_scoped_release unlocked;
+        torch_mspti::PluginContext::process().release.waitIdle();
+      },
+      "Tell the plugin the interpreter is exiting: sessions then make no MSPTI call, and a stopped\n"
+      "session's Unsubscribe still in flight is waited for (registered with atexit by the package).");
 
   m.def(
       "set_device_properties_provider",

@@ -117,8 +117,13 @@ def assert_names_torch_npu(r: simrun.SimResult, peer: npu_peer.Peer) -> None:
 
 def call_shape(r: simrun.SimResult, peer: npu_peer.Peer) -> list[str]:
     """The MSPTI calls of a run, made comparable across runs: callers named "peer" / "torch-mspti",
-    handles, ids and buffer traffic (timing-dependent) left out, repeated lines (FlushAll polls) collapsed."""
+    handles, ids and buffer traffic (timing-dependent) left out, repeated lines (FlushAll polls) collapsed.
+    torch-mspti's calls from a thread other than its first call's (the Unsubscribe and FlushAll of
+    SubscriptionRelease, made after stop() returned) race with the other calls; they come last, as
+    "torch-mspti release ..."."""
     shape: list[str] = []
+    released: list[str] = []
+    main_thread = None
     for line in r.mspti_calls:
         parts = line.split(" ", 3)
         if len(parts) < 4 or parts[2] == "libmspti" or line.endswith(" ..."):
@@ -127,7 +132,12 @@ def call_shape(r: simrun.SimResult, peer: npu_peer.Peer) -> list[str]:
         call = re.sub(r"handle=\S+|\(0x[0-9a-f]+\)|\(nil\)| id=\d+", "", parts[3])
         call = re.sub(r"CorrelationId\((\d+), \d+\)", r"CorrelationId(\1)", call)
         call = re.sub(r"(request|complete)=\S+?(?=[,)])", r"\1", call).strip()
+        if caller == "torch-mspti":
+            main_thread = main_thread or parts[1]
+            if parts[1] != main_thread:
+                released.append(f"torch-mspti release {call}")
+                continue
         entry = f"{caller} {call}"
         if not shape or shape[-1] != entry:
             shape.append(entry)
-    return shape
+    return shape + released

@@ -187,7 +187,7 @@ def test_kernels_needing_the_preload_end_the_drain_at_once_and_the_warning_names
     assert not kernels(run.trace) and session["records_by_kind"].get("KERNEL", 0) == 0
     assert drain["order"] == order and drain["exit_reason"] == "no_row_can_come", drain
     assert drain["evidence"] == "kernels_need_preload" and drain["pending_launches"] == len(run.launched), drain
-    assert drain["flushes"] == 3, drain  # the one that found no kernel, Disable's, Unsubscribe's
+    assert drain["flushes"] == 2, drain  # the one that found no kernel, the one after the Disables
     warnings = run.doctor_warnings()
     assert len(warnings) == 1, warnings
     assert "no KERNEL" in warnings[0] and "LD_PRELOAD=" + run.diagnostics["library"]["path"] in warnings[0], warnings
@@ -252,17 +252,17 @@ def test_an_is_enabled_library_whose_disable_pulls_nothing_loses_no_late_kernel(
     # the records were still on their way when the profile ended, and came during the drain
     assert run.extra["stats_at_exit"]["records_pending"] >= 20, run.extra
     assert drain["records_during_drain"] >= 20, drain
-    # the drain waited for them, not for the timeout: it ended balanced, with the kinds enabled
-    # again (disable_first) so that a library that discards records of disabled kinds keeps them
-    assert drain["reenabled"] is (order == "auto"), drain
+    # the drain waited for them, not for the timeout: it ended balanced, KERNEL on all along (the
+    # pull was tried with COMMUNICATION, which no launch of the session needed)
+    assert drain["pulled_by"] == ("COMMUNICATION" if order == "auto" else ""), drain
     assert run.sim_stats_after["records_dropped"] == 0, run.sim_stats_after
 
 
 @pytest.mark.parametrize("order", ["auto", "poll_first"])
 def test_a_library_that_discards_after_disable_keeps_records_of_work_still_running(order, tmp_path):
     # 26.1's Disable pulls what has ended and stops its parser: a kernel still running then (a
-    # device torch.profiler did not synchronise) would be lost. The drain enables the kinds again
-    # (disable_first) or polls before Disable (poll_first) until its row arrives.
+    # device torch.profiler did not synchronise) would be lost. The drain keeps KERNEL on (the pull
+    # is made by COMMUNICATION's Disable with disable_first) until its row arrives.
     workload = """
 torch.npu.synchronize = lambda *a, **k: None
 launch({"name": "Short0", "device": 0})
@@ -274,18 +274,20 @@ launch({"name": "Long1", "device": 1, "dur_ns": 300_000_000})
     drain = session["drain"]
     assert Counter(k["name"] for k in kernels(run.trace)) == Counter({"Short0": 1, "Long1": 1}), drain
     assert drain["exit_reason"] == "balanced" and drain["pending_launches"] == 0, drain
-    assert drain["reenabled"] is (order == "auto"), drain
+    assert drain["pulled_by"] == ("COMMUNICATION" if order == "auto" else ""), drain
     assert not run.doctor_warnings(), run.doctor_warnings()
 
 
 def test_the_drain_still_ends_at_once_when_disable_pulls_everything(tmp_path):
-    # the default simulator (26.1, Disable pulls): balanced at the first flush, nothing enabled
-    # again, no poll interval slept (two flushes: the balancing one and the siblings' one, plus
-    # the one after Unsubscribe)
+    # the default simulator (26.1, Disable pulls; its reader parses after the Disable returned):
+    # one flush that learns the launches, COMMUNICATION's Disable pulls the kernels' records while
+    # KERNEL stays on, the flush 1 ms later finds every launch answered, one more for siblings,
+    # and the one after the last Disables: four flushes, no drain interval slept, nothing dropped
     run = simrun.run(LATE_WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS)
     drain = _assert_complete(run)
-    assert drain["order"] == "disable_first" and not drain["reenabled"], drain
-    assert drain["flushes"] == 3, drain
+    assert drain["order"] == "disable_first" and drain["pulled_by"] == "COMMUNICATION", drain
+    assert drain["flushes"] == 4, drain
+    assert run.sim_stats_after["records_dropped"] == 0, run.sim_stats_after
 
 
 COPIES_ON_THE_DEVICE = """

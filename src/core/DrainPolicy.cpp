@@ -17,17 +17,12 @@ int64_t realtimeNs() {
       .count();
 }
 
-// Whether MSPTI's Disable pulls the kind's records in: the kind table's fact (KindHandlers.h).
-bool pulledByDisable(msptiActivityKind kind) { return kindHandler(kind).pulledByDisable; }
-bool notPulledByDisable(msptiActivityKind kind) { return !pulledByDisable(kind); }
-
 uint32_t bit(LaunchClass c) { return 1u << static_cast<int>(c); }
 
-// The order of the Disables. Each Disable of a device kind flushes its driver channels
-// (mspti.md 2.3): COMMUNICATION both the TS_FW channel and the SOC log, so it goes first and pulls
-// every channel's data while all the kinds that read them are still on; KERNEL's, HCCL's and
-// MARKER's flushes then find their channels empty, which costs nothing, and no kind's switch is
-// cleared before the data it reads was pulled. Host-record kinds last, in the order enabled.
+// The order of the last Disables, once nothing they answer is pending. Each Disable of a device
+// kind flushes its driver channels (mspti.md 2.3): COMMUNICATION both the TS_FW channel and the
+// SOC log, so it goes first; KERNEL's, HCCL's and MARKER's flushes then find their channels empty,
+// which costs nothing. Host-record kinds last, in the order enabled.
 int disableRank(msptiActivityKind kind) {
   switch (kind) {
     case MSPTI_ACTIVITY_KIND_COMMUNICATION: return 0;
@@ -35,20 +30,6 @@ int disableRank(msptiActivityKind kind) {
     case MSPTI_ACTIVITY_KIND_HCCL: return 2;
     case MSPTI_ACTIVITY_KIND_MARKER: return 3;
     default: return 4;
-  }
-}
-
-// Disables the enabled kinds for which `which` is true; `disabledAt` is set by the first call.
-template <typename Pred>
-void disableKinds(const DrainInput& in, Pred which, std::vector<std::string>& errors, int64_t& disabledAt) {
-  if (disabledAt == 0) disabledAt = realtimeNs();
-  std::vector<msptiActivityKind> kinds = in.enabledKinds;
-  std::stable_sort(kinds.begin(), kinds.end(),
-                   [](msptiActivityKind a, msptiActivityKind b) { return disableRank(a) < disableRank(b); });
-  for (auto kind : kinds) {
-    if (!which(kind)) continue;
-    const msptiResult r = in.api->disable(kind);
-    if (r != MSPTI_SUCCESS) errors.push_back(describeCall("msptiActivityDisable", kindName(kind), r));
   }
 }
 
@@ -77,7 +58,15 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
   const uint32_t pulledClasses = bit(LaunchClass::kKernel) | bit(LaunchClass::kCommunication) | unclassified;
 
   disabledAt = 0;
-  if (order == DrainOrder::kDisableFirst) disableKinds(in, pulledByDisable, errors, disabledAt);
+  std::vector<msptiActivityKind> stillOn = in.enabledKinds;
+  std::stable_sort(stillOn.begin(), stillOn.end(),
+                   [](msptiActivityKind a, msptiActivityKind b) { return disableRank(a) < disableRank(b); });
+  auto disableNow = [&](msptiActivityKind kind) {
+    if (disabledAt == 0) disabledAt = realtimeNs();
+    const msptiResult r = in.api->disable(kind);
+    if (r != MSPTI_SUCCESS) errors.push_back(describeCall("msptiActivityDisable", kindName(kind), r));
+    stillOn.erase(std::find(stillOn.begin(), stillOn.end(), kind));
+  };
   // The launch classes that still hold the drain, given what the records so far prove.
   const int64_t drainStart = realtimeNs();
   int64_t delayBound = 0;  // upper bound of MSPTI's delivery delay seen in this drain, ns
@@ -105,8 +94,30 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
     }
     return hold;
   };
+  // disable_first: MSPTI's Disable flushes the driver channels of its kind, but its reader parses
+  // what the flush brought after the Disable has returned, and drops whatever belongs to a kind
+  // switched off by then (mspti.md 2.3). So a kind is never disabled while a launch it answers is
+  // pending: the pull is made with a kind that shares the channel and has no launch in this
+  // session at all (COMMUNICATION, whose Disable flushes both channels, when no collective ran;
+  // else KERNEL when no kernel ran), and the kinds still awaited stay on while their rows are
+  // parsed. "No launch at all" rather than "none pending": a launch whose first row came may have
+  // more rows on their way. Without API records a launch can be unseen, so no kind is safe.
+  auto pullSafely = [&](uint32_t hold) {
+    if (order != DrainOrder::kDisableFirst || in.launchesMayBeUnseen) return false;
+    for (msptiActivityKind kind : std::vector<msptiActivityKind>(stillOn)) {
+      const KindHandler& k = kindHandler(kind);
+      if (!k.pulledByDisable || k.answers == LaunchClass::kNone) continue;
+      if (in.store->recordsOfKind(kind) > 0 || in.store->pendingLaunches((bit(k.answers) | unclassified) & hold) > 0)
+        continue;
+      disableNow(kind);
+      d.pulledBy = kindName(kind);
+      return true;
+    }
+    return false;
+  };
   int quiet = 0;
   int polls = 0;
+  bool pulledAfterSync = false;  // every task had ended when a pull took the driver's data
   uint64_t seen = in.store->records();
   for (;;) {
     flush(in, d, errors);
@@ -120,6 +131,7 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
     // Without API records some launches are invisible (outside any op there is no external
     // record; before 8.1 there is none at all): their rows are waited for until every row is due.
     const bool unseenDue = !in.launchesMayBeUnseen || (quiet >= in.config.drainQuietFlushes && allDue());
+    bool pulledNow = false;
     if (in.store->knowsLaunches()) {
       const uint32_t hold = holding(quiet);
       if (in.store->pendingLaunches(hold) == 0 && (unseenDue || !d.evidence.empty())) {
@@ -127,8 +139,8 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
         // Siblings of multi-kernel launches: the launch's first row satisfied the ledger.
         if (!d.evidence.empty()) {
           // no kernel row can come, nor its siblings
-        } else if (polls == 1) {
-          flush(in, d, errors);  // after a pulling Disable everything that ended came at once
+        } else if (pulledAfterSync) {
+          flush(in, d, errors);  // the pull brought every ended task's rows at once
         } else {
           // rows came over time: flush on until one brings nothing and every row is due (when
           // that is known: the devices were synchronised and a row bounded the delay)
@@ -146,12 +158,9 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
         }
         break;
       }
-      if (order == DrainOrder::kDisableFirst && !d.reenabled && in.store->pendingLaunches(hold & pulledClasses) > 0) {
-        // Disable did not bring them: a library whose Disable pulls nothing, or work still
-        // running. Parse what is still on its way (a disabled kind's records may be discarded).
-        d.reenabled = true;
-        for (auto kind : in.enabledKinds)
-          if (pulledByDisable(kind)) in.api->enable(kind);
+      if (d.pulledBy.empty() && pullSafely(hold)) {
+        pulledNow = true;
+        pulledAfterSync = in.devicesSynchronized;
       }
     } else if (quiet >= in.config.drainQuietFlushes && unseenDue) {
       d.exitReason = "quiet";
@@ -161,27 +170,17 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
       d.exitReason = "timeout";
       break;
     }
-    std::this_thread::sleep_for(std::min<Clock::duration>(interval, deadline - Clock::now()));
+    // After a pull the reader parses at once: look again soon.
+    const Clock::duration pause = pulledNow ? std::min<Clock::duration>(interval, std::chrono::milliseconds(1)) : interval;
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
   }
-  if (order == DrainOrder::kPollFirst) {
-    disableKinds(in, [](msptiActivityKind) { return true; }, errors, disabledAt);
-    flush(in, d, errors);
-  } else {
-    // Pulled kinds enabled again are disabled once more (this pulls what ended meanwhile); then
-    // the kinds Disable does not pull.
-    if (d.reenabled) disableKinds(in, pulledByDisable, errors, disabledAt);
-    if (std::any_of(in.enabledKinds.begin(), in.enabledKinds.end(), notPulledByDisable))
-      disableKinds(in, notPulledByDisable, errors, disabledAt);
-    if (d.reenabled || std::any_of(in.enabledKinds.begin(), in.enabledKinds.end(), notPulledByDisable))
-      flush(in, d, errors);
-  }
-  d.recordsDuringDrain = in.store->records() - before;
-
-  const msptiResult r = in.api->unsubscribe(in.subscriber);
-  if (r != MSPTI_SUCCESS) errors.push_back(describeCall("msptiUnsubscribe", "subscriber", r));
+  // Every launch has its rows (or the drain gave up on them): the rest of the kinds go off, the
+  // pulling ones first (their flushes find the channels empty), then a last FlushAll.
+  for (msptiActivityKind kind : std::vector<msptiActivityKind>(stillOn)) disableNow(kind);
   const uint64_t beforeLate = in.store->records();
   flush(in, d, errors);
   d.lateRecords = in.store->records() - beforeLate;
+  d.recordsDuringDrain = in.store->records() - before;
   d.pendingLaunches = in.store->pendingLaunches(in.waitFor);
   d.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return d;

@@ -17,33 +17,37 @@
 //     during the drain bound from above (a row that came with the flush at t waited at most
 //     t - end). Without such a row there is no bound, and they hold the drain to the timeout.
 // Steps:
-//   1. (disable_first) Disable the kinds: MSPTI 26.1 pulls device data still in the driver
-//      (halProfDataFlush, <= 20 ms per channel holding data, nothing for an empty one) and parses
-//      it before stopping its parser (mspti.md 2.3); COMMUNICATION first (it flushes both of the
-//      channels), then KERNEL, HCCL and MARKER, whose channels are then empty, so stop() pays for
-//      each channel once. Disable pulls only MARKER/KERNEL/HCCL/COMMUNICATION, so MEMCPY/MEMSET/
-//      MEMORY stay enabled until their launches have their rows. If launches of a pulled kind are
-//      still pending after the first flush (a library whose Disable pulls nothing, a kernel still
-//      running on a device nobody synchronised), those kinds are enabled again, so that the
-//      records still on their way are parsed, and disabled once more at the end (which pulls);
-//   2. poll FlushAll every drain_poll_interval_ms until nothing the rule waits for is pending,
-//      or drain_timeout_ms; when the ledger knows no launch at all (no external-correlation or
-//      launch API records), end after drain_quiet_flushes consecutive flushes that brought nothing;
-//   3. once balanced, flush again while flushes still bring records (siblings of a multi-kernel
-//      launch come after the launch's first row: one more flush when the rows came at once, as
-//      after a pulling Disable, else one poll interval at a time until a flush brings nothing
-//      and, when the devices were synchronised, every row is due);
+//   1. FlushAll: MSPTI's host buffers tell the ledger which launches the session made.
+//   2. (disable_first) One pull of the driver's data, made safely. MSPTI's Disable of a device kind
+//      flushes its channels (halProfDataFlush, <= 20 ms per channel holding data) and returns once
+//      its reader has *read* the data; the reader parses it afterwards, and a record whose kind was
+//      switched off by then is dropped uncounted (mspti.md 2.3; seen on the real library: 281 of
+//      300 kernels lost when KERNEL was disabled right after COMMUNICATION). So no kind is disabled
+//      while a launch it answers is pending: the pull is made by Disable of a kind that shares the
+//      channel and had no launch in this session (COMMUNICATION, which flushes both channels, when
+//      no collective ran; else KERNEL when no kernel ran), and the kinds still awaited stay on
+//      while their rows are parsed. When every pulling kind had launches (kernels and collectives
+//      in one session), or launches may be unseen (no API records), nothing is pulled and the rows
+//      come by MSPTI's own delivery (about 200 ms on hardware).
+//   3. Poll FlushAll every drain_poll_interval_ms (1 ms right after the pull) until nothing the
+//      rule waits for is pending, or drain_timeout_ms; when the ledger knows no launch at all (no
+//      external-correlation or launch API records), end after drain_quiet_flushes consecutive
+//      flushes that brought nothing;
+//   4. once balanced, flush again while flushes still bring records (siblings of a multi-kernel
+//      launch come after the launch's first row: one more flush when a pull after the devices'
+//      synchronisation brought every ended task's rows at once, else one poll interval at a time
+//      until a flush brings nothing and, when the devices were synchronised, every row is due);
 //   Without API records (launchesMayBeUnseen) a launch outside any op leaves no record before
 //   its row: balanced or quiet then also needs every row due, and without a bound on MSPTI's
 //   delay (no row came during the drain, or the devices were not synchronised) that is the
 //   timeout;
-//   4. (poll_first) Disable now, then FlushAll;
-//   5. Unsubscribe (stops device tasks), then a last FlushAll: what arrives now is "late".
-// Order: a library that pulls device data on Disable loses nothing with disable_first and stops
-// in tens of ms; one that does not pull may discard records arriving after Disable, so it must
-// be polled first. The two changes shipped together in the 26.1 branch with
-// msptiActivityIsEnabled (mspti.md 8), so `auto` picks disable_first exactly when that symbol
-// exists and poll_first otherwise. Both orders are settable (drain_order).
+//   5. Disable the kinds still on (COMMUNICATION, KERNEL, HCCL, MARKER, then the host-record kinds),
+//      then a last FlushAll: what it brings is counted as late.
+// Unsubscribe is not part of the drain: the session hands it to SubscriptionRelease, off stop().
+// Order: disable_first (libraries with msptiActivityIsEnabled, which came with the pulling Disable
+// in the 26.1 branch, mspti.md 8) pulls as above; poll_first (older libraries, whose Disable pulls
+// nothing and may discard records arriving after it) never disables before step 5. Both orders are
+// settable (drain_order).
 // Thread-safety: called from the session's stop() only.
 #pragma once
 
@@ -63,7 +67,6 @@ namespace torch_mspti {
 struct DrainInput {
   MsptiActivityApi* api = nullptr;
   RecordStore* store = nullptr;
-  msptiSubscriberHandle subscriber = nullptr;
   std::vector<msptiActivityKind> enabledKinds;
   ConfigSnapshot config;
   uint32_t waitFor = 0;  // LaunchClass bits (CorrelationLedger::pending) whose launches hold the drain
@@ -82,7 +85,7 @@ struct DrainInput {
 };
 
 // Runs the drain; failures of individual calls are appended to `errors`. `disabledAt` receives the
-// CLOCK_REALTIME ns at which the kinds were disabled (launch recording stopped).
+// CLOCK_REALTIME ns of the drain's first Disable (no launch made after it belongs to the session).
 DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t& disabledAt);
 
 // The order `auto` resolves to for this library.

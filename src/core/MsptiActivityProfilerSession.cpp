@@ -77,10 +77,7 @@ MsptiActivityProfilerSession::~MsptiActivityProfilerSession() {
   }
   guard(errors_, "teardown", [&] {
     if (armed_) collect();
-    if (subscribed_) {
-      MsptiActivityApi(*fns_).unsubscribe(subscriber_);
-      subscribed_ = false;
-    }
+    if (subscribed_) releaseSubscriber();
     if (!published_) publish(true);
   });
 }
@@ -121,6 +118,12 @@ bool MsptiActivityProfilerSession::subscribe() {
     fail(fmt::format("MSPTI unavailable: {} ({})", r.reason, r.fix), r.reason.empty() ? "no MSPTI library" : r.reason);
     return false;
   }
+  // An earlier session's Unsubscribe may still be running; MSPTI refuses a second subscriber.
+  if (deps_.release) {
+    releaseWaitMs_ = deps_.release->waitIdle();
+    const std::string failed = deps_.release->takeError();
+    if (!failed.empty()) errors_.push_back("the previous session's release of the subscriber failed: " + failed);
+  }
   const msptiResult r = MsptiActivityApi(*fns_).subscribe(&subscriber_);
   if (r != MSPTI_SUCCESS) {
     const std::string call = describeCall("msptiSubscribe", "NULL, NULL", r);
@@ -132,6 +135,18 @@ bool MsptiActivityProfilerSession::subscribe() {
   }
   subscribed_ = true;
   return true;
+}
+
+void MsptiActivityProfilerSession::releaseSubscriber() {
+  subscribed_ = false;
+  if (deps_.release) {
+    deps_.release->begin(fns_, subscriber_);
+    return;
+  }
+  MsptiActivityApi api(*fns_);
+  const msptiResult r = api.unsubscribe(subscriber_);
+  if (r != MSPTI_SUCCESS) errors_.push_back(describeCall("msptiUnsubscribe", "subscriber", r));
+  api.flushAll();
 }
 
 bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
@@ -306,7 +321,7 @@ void MsptiActivityProfilerSession::collect() {
   retakeFromPeer();                                  // before the drain's first FlushAll
   const DeviceSync sync = synchronizeDevicesSeen();  // before Disable: MSPTI 26.1 discards unfinished work
   disarmForwarder();                                 // the op log is complete once no op can push
-  const int64_t disabledAt = drainLibrary(sync);     // unsubscribes; the store is sealed after it
+  const int64_t disabledAt = drainLibrary(sync);     // seals the store, then hands off the Unsubscribe
   restoreMarkerDomains();                            // MARKER is off: the switches go back for later sessions
   takeCounters();                                    // every record is in: the counters are final
   buildLaunches(disabledAt);                         // the window ends at Disable
@@ -360,7 +375,7 @@ void MsptiActivityProfilerSession::disarmForwarder() {
 
 int64_t MsptiActivityProfilerSession::drainLibrary(const DeviceSync& sync) {
   MsptiActivityApi api(*fns_);
-  DrainInput in{&api, store_.get(), subscriber_, enabledKinds_, deps_.config, 0};
+  DrainInput in{&api, store_.get(), enabledKinds_, deps_.config, 0};
   auto collected = [&](msptiActivityKind kind) {
     return std::find(enabledKinds_.begin(), enabledKinds_.end(), kind) != enabledKinds_.end();
   };
@@ -385,12 +400,14 @@ int64_t MsptiActivityProfilerSession::drainLibrary(const DeviceSync& sync) {
   int64_t disabledAt = 0;
   DrainStats drain = torch_mspti::drain(in, drainErrors, disabledAt);
   drain.synchronizeMs = sync.ms;
-  subscribed_ = false;  // the drain unsubscribed
   drain_ = drain;
   // The pool is unbound before the store is sealed: a completion after this point is counted as
   // late by the pool, never written into a sealed store.
   deps_.pool->setSink(nullptr);
   store_->seal();
+  // Every kind is off and every buffer delivered: MSPTI's Unsubscribe (up to 1 s on the real
+  // library) runs off stop() (SubscriptionRelease.h).
+  releaseSubscriber();
   for (auto& e : drainErrors) errors_.push_back(std::move(e));
   return disabledAt;
 }
@@ -607,6 +624,7 @@ SessionReport MsptiActivityProfilerSession::report() const {
   r.drain = drain_;
   r.stopMs = stopMs_;
   r.processTraceMs = processTraceMs_;
+  r.releaseWaitMs = releaseWaitMs_;
   return r;
 }
 

@@ -49,6 +49,7 @@
 #include "RecordStore.h"
 #include "SessionFindings.h"
 #include "SessionStats.h"
+#include "SubscriptionRelease.h"
 #include "TorchCompat.h"
 
 namespace torch_mspti {
@@ -64,6 +65,9 @@ struct SessionDeps {
   CorrelationForwarder* forwarder = nullptr;
   StatsRegistry* stats = nullptr;
   CorrelationIds* ids = nullptr;
+  // Unsubscribes a stopped session's subscriber off stop() and holds the next Subscribe until it is
+  // done (SubscriptionRelease.h); null: the session unsubscribes itself, at once (tests).
+  SubscriptionRelease* release = nullptr;
   // Highest MSPTI correlation id seen by finished sessions (records at or below belong to them).
   std::atomic<uint64_t>* staleBelow = nullptr;
   // Waits until the given PrivateUse1 devices (logical indices; the ones the session saw records
@@ -131,6 +135,7 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   // The library to name in an LD_PRELOAD fix: the loaded one, else CANN's usual place.
   std::string preloadHint() const;
   bool subscribe();                  // constructor's body
+  void releaseSubscriber();          // hands the subscriber to SubscriptionRelease (or unsubscribes)
   void reclaimCallbacks() noexcept;  // registers our buffer callbacks again (once per request)
   bool arm();                        // start()'s body; false when collection could not start
   // stop()'s body and its stages, in the order collect() runs them.
@@ -193,6 +198,7 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   std::optional<DrainStats> drain_;
   double stopMs_ = -1;          // wall time of stop(), ms (SessionReport::stopMs)
   double processTraceMs_ = -1;  // of processTrace
+  double releaseWaitMs_ = 0;    // waited at configure for an earlier session's Unsubscribe
   ClockSample clockAtStart_;
   std::optional<HostClock> hostClock_;
   int64_t startNs_ = 0, stopNs_ = 0;

@@ -30,6 +30,7 @@ void afterForkInChild(void* self) {
   // The parent's pushes are on the parent's MSPTI stack: never popped from here.
   c->forwarder.abandon();
   c->unlockAfterFork();
+  c->release.forgetAfterFork();
 }
 
 }  // namespace
@@ -44,9 +45,11 @@ void PluginContext::lockForFork() {
   providerMutex_.lock();
   stats.lockForFork();
   pool.lockForFork();  // and the collecting session's store and name table
+  release.lockForFork();
 }
 
 void PluginContext::unlockAfterFork() {
+  release.unlockAfterFork();
   pool.unlockAfterFork();
   stats.unlockAfterFork();
   providerMutex_.unlock();
@@ -95,6 +98,7 @@ SessionDeps PluginContext::sessionDeps() {
   d.forwarder = &forwarder;
   d.stats = &stats;
   d.ids = &ids;
+  d.release = &release;
   d.staleBelow = &staleBelow;
   d.synchronizeDevices = &synchronizePrivateUse1Devices;
   {

@@ -49,6 +49,7 @@
 #include "MsptiBufferPool.h"
 #include "MsptiLibrary.h"
 #include "SessionStats.h"
+#include "SubscriptionRelease.h"
 
 namespace torch_mspti {
 
@@ -109,6 +110,7 @@ class PluginContext {
   CorrelationForwarder forwarder;
   StatsRegistry stats;
   CorrelationIds ids;
+  SubscriptionRelease release;  // the subscriber of a stopped session, unsubscribed off stop()
   PluginStatus status;
   std::atomic<uint64_t> staleBelow{0};
 

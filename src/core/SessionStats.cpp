@@ -94,7 +94,7 @@ void writeDrain(ReportWriter& w, const DrainStats& d) {
       .value("order", d.order)
       .value("exit_reason", d.exitReason)
       .value("evidence", d.evidence)
-      .value("reenabled", d.reenabled)
+      .value("pulled_by", d.pulledBy)
       .value("flushes", d.flushes)
       .value("ms", d.ms)
       .value("synchronize_ms", d.synchronizeMs)
@@ -157,6 +157,7 @@ void writeReport(ReportWriter& w, const SessionReport& r, bool tracePhase) {
   else w.null("stop_ms");
   if (r.processTraceMs >= 0) w.value("process_trace_ms", r.processTraceMs);
   else w.null("process_trace_ms");
+  w.value("release_wait_ms", r.releaseWaitMs);
   w.endObject();
 }
 

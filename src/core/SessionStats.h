@@ -28,13 +28,16 @@ struct DrainStats {
   // device), "unclassified_quiet" (launches known only from MSPTI's hint, which may be copies this
   // session does not collect, once every row was due and the flushes went quiet).
   std::string evidence;
-  bool reenabled = false;  // disable_first: the kinds were enabled again to wait for launches still pending
+  // disable_first: the kind whose Disable pulled the driver's data while every kind that answers
+  // a pending launch stayed on ("COMMUNICATION" or "KERNEL"), "" when none could (each pulling
+  // kind had launches pending, or launches may be unseen) or with poll_first.
+  std::string pulledBy;
   int flushes = 0;
   double ms = 0;             // wall time of the whole drain
   double synchronizeMs = 0;  // of which waiting for the devices (synchronize_devices)
   uint64_t recordsDuringDrain = 0;
   uint64_t pendingLaunches = 0;  // launches whose device records never came
-  uint64_t lateRecords = 0;      // records delivered by the FlushAll after unsubscribe
+  uint64_t lateRecords = 0;      // records delivered by the last FlushAll, after every kind was disabled
 };
 
 enum class SessionState { kConfigured, kStarted, kStopped, kProcessed, kFailed };
@@ -65,6 +68,9 @@ struct SessionReport {
   // (drain, counters, launch table, findings) and processTrace (activities handed to kineto).
   double stopMs = -1;
   double processTraceMs = -1;
+  // At configure, before msptiSubscribe: the wait for an earlier session's Unsubscribe still in
+  // flight (SubscriptionRelease.h), ms.
+  double releaseWaitMs = 0;
 };
 
 // Outcome of the latest msptiActivityEnable of one kind, for the capability table.

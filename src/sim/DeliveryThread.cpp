@@ -26,7 +26,7 @@ void DeliveryThread::schedule(std::vector<PendingRecord> records) {
   wake_.notify_all();
 }
 
-size_t DeliveryThread::pullEnded(uint64_t nowNs, uint32_t kindMask) {
+size_t DeliveryThread::pullEnded(uint64_t nowNs, uint32_t kindMask, uint64_t parseAtNs) {
   std::vector<PendingRecord> ended;
   std::vector<PendingRecord> rest;
   {
@@ -36,12 +36,22 @@ size_t DeliveryThread::pullEnded(uint64_t nowNs, uint32_t kindMask) {
     wake_.wait(lock, [&] { return !writing_; });
     while (!queue_.empty()) {
       const PendingRecord& top = queue_.top();
-      const bool pulled = (kindMask & (1U << kindOf(top.record))) != 0 && top.endNs <= nowNs;
+      const bool pulled = !top.pulled && (kindMask & (1U << kindOf(top.record))) != 0 && top.endNs <= nowNs;
       (pulled ? ended : rest).push_back(top);
       queue_.pop();
     }
     for (PendingRecord& record : rest) {
       queue_.push(record);
+    }
+    if (parseAtNs != 0) {
+      // In the reader's hands: parsed at parseAtNs, in their order, and never pulled again.
+      for (PendingRecord& record : ended) {
+        record.pulled = true;
+        record.dueNs = parseAtNs;
+        queue_.push(record);
+      }
+      wake_.notify_all();
+      return ended.size();
     }
     writing_ = !ended.empty();
     inHand_.fetch_add(ended.size());

@@ -27,6 +27,7 @@ struct PendingRecord {
   uint64_t sequence;                       // FIFO among equal due times
   uint64_t epoch;                          // subscription epoch the task was launched in
   uint64_t endNs;                          // true end of the task on the device timeline (CLOCK_REALTIME)
+  bool pulled = false;                     // taken by a driver flush: in the reader's hands, parsed at dueNs
   DeviceRecord record;                     // as it will be reported (device clock applied)
   // Fault injection (option reorder_external): external records held back to be written with
   // this record instead of at launch.
@@ -46,10 +47,12 @@ class DeliveryThread {
 
   // Schedules records; starts the reader thread on first use (it then lives until exit).
   void schedule(std::vector<PendingRecord> records);
-  // Driver flush: hands every record of a kind in `kindMask` (bit 1 << kind) whose task ended
-  // (true time) at or before `nowNs` to the sink on the calling thread, after any batch the reader
-  // is writing. Returns how many were handed over.
-  size_t pullEnded(uint64_t nowNs, uint32_t kindMask);
+  // Driver flush: every record of a kind in `kindMask` (bit 1 << kind) whose task ended (true
+  // time) at or before `nowNs` and that no earlier flush took. With parseAtNs == 0 they are handed
+  // to the sink on the calling thread, after any batch the reader is writing; otherwise the reader
+  // thread parses them at parseAtNs (CLOCK_REALTIME), like MSPTI's channel reader, which parses
+  // what it read after the flush has returned. Returns how many were taken.
+  size_t pullEnded(uint64_t nowNs, uint32_t kindMask, uint64_t parseAtNs);
   // Device tasks stopped: forgets every scheduled record. Returns how many were forgotten.
   size_t discardAll();
   // Scheduled records not written or dropped yet (including a batch being written).

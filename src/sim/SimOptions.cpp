@@ -40,6 +40,7 @@ const std::array<OptionSpec, static_cast<size_t>(Option::kCount)>& SimOptions::s
       {"buffer_threshold_pct", 80, 1, 100},
       {"require_enable_after_subscribe", 1, 0, 1},
       {"copies_at_call_end", 1, 0, 1},
+      {"parse_after_pull_ns", 1000000, 0, kMaxDurationNs},
       {"api_clock", 0, 0, 1},
       {"device_clock_offset_ns", 0, -kMaxClockOffsetNs, kMaxClockOffsetNs},
       {"device_clock_drift_ppm", 0, -kMaxDriftPpm, kMaxDriftPpm},

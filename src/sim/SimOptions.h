@@ -18,6 +18,7 @@ enum class Option : size_t {
   kBufferThresholdPct,    // current buffer is queued once this full (ACTIVITY_BUFFER_THRESHOLD 0.8)
   kEnableAfterSubscribe,  // kernel device tasks start only at Enable(KERNEL) while subscribed (5.6)
   kCopiesAtCallEnd,       // 1: MEMCPY written by the ACL call at its end, host span (5.7); 0: as a device record
+  kParseAfterPullNs,      // records a Disable's driver flush pulled are parsed this long after it returns (2.3)
   // Harsh modes: behaviour some MSPTI builds have (mspti.md 4, 5.5, 11), off by default:
   kApiClock,                 // 1: API records report CLOCK_MONOTONIC_RAW host times
   kDeviceClockOffsetNs,      // device record times are reported this far off the host clock

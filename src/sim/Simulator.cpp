@@ -92,15 +92,20 @@ msptiResult Simulator::disable(int kind) {
     if (CallbackScope::holdsBufferLock()) {
       abortOnReentry("msptiActivityDisable", "its driver flush records under the buffer mutex MSPTI already holds");
     }
-    // MSPTI 26.1 flushes each channel of the kind in turn (halProfDataFlush): device data of tasks
-    // that have ended is parsed now, on this thread; tasks still running are not waited for. A
-    // channel holding data costs up to 20 ms, modelled by driver_flush_ns; an empty one (nothing
-    // ended since the last flush or delivery) returns at once (mspti.md 2.3).
+    // MSPTI flushes each channel of the kind in turn (halProfDataFlush) and waits until its
+    // reader has read what the driver held (up to 20 ms, driver_flush_ns; an empty channel returns
+    // at once); tasks still running are not waited for. The reader parses what it read after that
+    // wait, on its own thread, while this Disable goes on to clear the switch: a record parsed
+    // after its kind was disabled is dropped (parse_after_pull_ns; 0 parses here, before the
+    // switch is cleared: mspti.md 2.3).
+    const auto flushNs = static_cast<uint64_t>(options_.get(Option::kDriverFlushNs));
+    const auto parseNs = static_cast<uint64_t>(options_.get(Option::kParseAfterPullNs));
     for (uint32_t channel : {kTsFw, kSocLog}) {
       if ((channels & channel) == 0) continue;
       const uint32_t kinds = kindsCarriedBy(channel);
-      if (kinds != 0 && delivery_.pullEnded(realtimeNs(), kinds) > 0) {
-        sleepForNs(static_cast<uint64_t>(options_.get(Option::kDriverFlushNs)));
+      const uint64_t now = realtimeNs();
+      if (kinds != 0 && delivery_.pullEnded(now, kinds, parseNs == 0 ? 0 : now + flushNs + parseNs) > 0) {
+        sleepForNs(flushNs);
       }
     }
   }

@@ -77,6 +77,10 @@ class PluginInfo:
     buffers_outstanding: int
     buffers_pooled: int
     forked_child: bool
+    #: The stopped sessions' msptiUnsubscribe, made on a background thread after stop() returned
+    #: (src/core/SubscriptionRelease.h): ``releases``, ``in_flight``, ``last_unsubscribe_ms`` (ms),
+    #: ``last_result`` (msptiResult), ``last_error`` ("" when it succeeded), ``skipped_at_exit``.
+    release: dict[str, Any]
     #: Why the latest trace had no device session when torch's PrivateUse1 backend was unnamed
     #: (and the fix), else None.
     no_device_session_reason: str | None = None

@@ -33,7 +33,7 @@ _KNOWN = (
 _DRAIN_KNOWN = (
     "exit_reason",
     "evidence",
-    "reenabled",
+    "pulled_by",
     "order",
     "flushes",
     "ms",
@@ -126,8 +126,8 @@ def _drain(drain: Any) -> str:
         text += f", {ms:.1f} ms"
     if drain.get("evidence"):
         text += f", pending launches let go on evidence: {drain['evidence']}"
-    if drain.get("reenabled"):
-        text += ", kinds enabled again to wait for pending launches"
+    if drain.get("pulled_by"):
+        text += f", device data pulled by Disable({drain['pulled_by']}) while the kinds still awaited stayed on"
     counts = [
         f"{drain[k]} {label}"
         for k, label in (

@@ -147,6 +147,12 @@ void* msptiSimStreamHandle(uint32_t device, uint32_t stream);
 //   "per_thread_stacks"    1: external-correlation stacks per thread; 0: one process-global
 //                          stack per kind, as the real library (0)
 //   "buffer_threshold_pct" fill level at which the current buffer is queued (80)
+//   "parse_after_pull_ns"  records that a Disable's driver flush pulls (KERNEL and COMMUNICATION
+//                          records of ended tasks) are parsed by the reader thread this long after
+//                          the flush returns, not by the Disable's thread; one whose kind is disabled
+//                          by then (the pulling Disable's own kind included) is dropped, as real
+//                          MSPTI does (mspti.md 2.3); 0: parsed on the Disable's thread before its
+//                          switch is cleared, a kinder model (1000000)
 //   "copies_at_call_end"   1: MEMCPY records are written by the copy call at its end with the host
 //                          call's span, as real MSPTI (mspti.md 5.7); 0: as device records (1)
 //   "require_enable_after_subscribe"  (added by the simulator) 1: KERNEL records flow only if
