@@ -155,7 +155,8 @@ bool resolve(void* handle, const char* name, Fn& slot, LibraryReport& report, bo
 
 std::string deriveVersion(const MsptiFunctions& f, const std::string& path) {
   std::string gen;
-  if (f.isEnabled) gen = ">=26.1 (has msptiActivityIsEnabled)";
+  // Master builds after 2026-05-28 have IsEnabled while their version.info still says 26.0.0 (mspti.md 8).
+  if (f.isEnabled) gen = ">=26.1 generation (has msptiActivityIsEnabled; master builds may call themselves 26.0.0)";
   else if (f.pushExternalCorrelationId) gen = ">=8.1.RC1, <26.1 (external correlation, no msptiActivityIsEnabled)";
   else gen = "8.0.RC3 generation (no external correlation)";
   // CANN >= 8.5 installs under /usr/local/Ascend/cann-<version> (mspti.md 1).

@@ -1,7 +1,8 @@
 // DrainPolicy::drain against a FakeMspti: how each order (disable_first, poll_first) ends —
 // balanced once every awaited launch has its row, quiet when nothing more comes, at the bound
-// with the launches still pending — which classes hold it, what arrives after Unsubscribe, and
-// that failing calls are reported, never thrown.
+// with the launches still pending — which classes hold it, that no kind is disabled while a launch
+// it answers is pending (MSPTI drops what its reader parses after the switch clears, mspti.md 2.3),
+// what the last flush brings, and that failing calls are reported, never thrown.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,7 +36,7 @@ class DrainPolicyTest : public ::testing::Test {
     for (auto k : kinds) ASSERT_EQ(api->enable(k), MSPTI_SUCCESS);
   }
   DrainStats run(uint32_t waitFor = kKernels) {
-    DrainInput in{api.get(), store.get(), subscriber, kinds, config, waitFor};
+    DrainInput in{api.get(), store.get(), kinds, config, waitFor};
     DrainStats d = drain(in, errors, disabledAt);
     store->seal();
     return d;
@@ -77,13 +78,64 @@ TEST_F(DrainPolicyTest, DisableFirstEndsBalancedWhenEveryLaunchHasItsRow) {
   EXPECT_EQ(d.lateRecords, 0u);
   EXPECT_TRUE(errors.empty());
   EXPECT_GT(disabledAt, 0);
-  // Disable before the first flush; Unsubscribe, then one last flush.
-  EXPECT_LT(firstCall("disable(KERNEL)"), firstCall("flushAll"));
+  // A flush learns the launches before anything is disabled; KERNEL had launches, so no kind could
+  // pull for it (COMMUNICATION is not collected here): it goes off after its rows, then a last
+  // flush. The drain leaves Unsubscribe to the session (SubscriptionRelease).
+  EXPECT_EQ(d.pulledBy, "");
+  EXPECT_LT(firstCall("flushAll"), firstCall("disable(KERNEL)"));
   const auto calls = fake.calls();
-  ASSERT_GE(calls.size(), 2u);
-  EXPECT_EQ(calls[calls.size() - 2], "unsubscribe");
   EXPECT_EQ(calls.back(), "flushAll");
-  EXPECT_FALSE(fake.subscribed());
+  EXPECT_EQ(fake.count("unsubscribe"), 0u);
+  EXPECT_TRUE(fake.subscribed());
+}
+
+// The pull: COMMUNICATION had no launch in the session, so its Disable (which flushes both driver
+// channels) comes right after the first flush, and KERNEL, whose launch is pending, stays on until
+// the flush that brought its row.
+TEST_F(DrainPolicyTest, DisableFirstPullsWithAKindNoLaunchNeededAndKeepsTheAwaitedKindOn) {
+  kinds.push_back(MSPTI_ACTIVITY_KIND_COMMUNICATION);
+  arm();
+  RecordBuilder launch, row;
+  launch.api(1000, 2000, 1, 2, 7, "LaunchKernelV2");
+  row.kernel(3000, 4000, 0, 1, 7, "k");
+  fake.writeNow(launch);
+  fake.putInFlightLater(row, 2);  // the reader parses it after the pulling Disable
+  const DrainStats d = run();
+  EXPECT_EQ(d.exitReason, "balanced");
+  EXPECT_EQ(d.pulledBy, "COMMUNICATION");
+  EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL), 1u);
+  const auto calls = fake.calls();
+  const int pull = firstCall("disable(COMMUNICATION)");
+  const int kernelOff = firstCall("disable(KERNEL)");
+  ASSERT_GE(pull, 0);
+  ASSERT_GE(kernelOff, 0);
+  EXPECT_EQ(std::count(calls.begin(), calls.begin() + pull, std::string("flushAll")), 1);
+  EXPECT_GE(std::count(calls.begin(), calls.begin() + kernelOff, std::string("flushAll")), 2);
+}
+
+// With kernels and collectives in one session neither pulling kind is safe: nothing is disabled
+// before the rows came by MSPTI's own delivery.
+TEST_F(DrainPolicyTest, WithLaunchesOfBothPullingKindsNothingIsDisabledBeforeTheirRows) {
+  kinds.push_back(MSPTI_ACTIVITY_KIND_COMMUNICATION);
+  arm();
+  RecordBuilder calls, rows;
+  calls.api(1000, 2000, 1, 2, 7, "LaunchKernelV2");
+  calls.api(1000, 2000, 1, 2, 8, "HcclAllReduce");
+  DeviceFields f;
+  f.start = 3000;
+  f.end = 4000;
+  f.streamId = 6;
+  f.correlationId = 8;
+  rows.kernel(3000, 4000, 0, 1, 7, "k");
+  rows.communication(f);
+  fake.writeNow(calls);
+  fake.putInFlightLater(rows, 4);
+  const DrainStats d = run(kKernels | bit(LaunchClass::kCommunication));
+  EXPECT_EQ(d.exitReason, "balanced");
+  EXPECT_EQ(d.pulledBy, "");
+  const auto all = fake.calls();
+  const int firstOff = std::min(firstCall("disable(COMMUNICATION)"), firstCall("disable(KERNEL)"));
+  EXPECT_GE(std::count(all.begin(), all.begin() + firstOff, std::string("flushAll")), 4);
 }
 
 // Each Disable of a device kind flushes its channels (mspti.md 2.3): COMMUNICATION flushes both,
@@ -103,7 +155,7 @@ TEST_F(DrainPolicyTest, CommunicationIsDisabledFirstThenKernelThenMarkerThenTheH
   EXPECT_EQ(disables, expected);
 }
 
-TEST_F(DrainPolicyTest, DisableFirstHoldsPendingLaunchesUntilTheBoundAndEnablesTheKindsAgain) {
+TEST_F(DrainPolicyTest, DisableFirstHoldsPendingLaunchesUntilTheBoundWithTheirKindOn) {
   arm();
   fake.flushDelivers = false;  // launches known, their kernels never come
   fake.launchKernel("lost");
@@ -111,12 +163,12 @@ TEST_F(DrainPolicyTest, DisableFirstHoldsPendingLaunchesUntilTheBoundAndEnablesT
   const DrainStats d = run();
   EXPECT_EQ(d.exitReason, "timeout");
   EXPECT_TRUE(d.evidence.empty());
-  EXPECT_TRUE(d.reenabled);
   EXPECT_EQ(d.pendingLaunches, 1u);
   EXPECT_GT(d.flushes, 3);
-  // Disabled, enabled again after the first flush found the launch pending, disabled at the end.
-  EXPECT_EQ(fake.count("disable(KERNEL)"), 2u);
-  EXPECT_EQ(fake.count("enable(KERNEL)"), 2u);
+  // KERNEL stayed on to the bound, and went off once, at the end.
+  EXPECT_EQ(fake.count("disable(KERNEL)"), 1u);
+  EXPECT_EQ(fake.count("enable(KERNEL)"), 1u);
+  EXPECT_EQ(fake.calls()[fake.calls().size() - 2].rfind("disable(", 0), 0u);
   EXPECT_FALSE(fake.enabled(MSPTI_ACTIVITY_KIND_KERNEL));
 }
 
@@ -130,12 +182,13 @@ TEST_F(DrainPolicyTest, DisableFirstWaitsForRowsThatComeLaterThanDisable) {
     late.kernel(3000, 4000, 0, 1, id, "late");
   }
   fake.deliverNow();
-  fake.putInFlightLater(late, 5);  // Disable pulled nothing: they come with the fifth flush
+  fake.putInFlightLater(late, 5);  // they come with the fifth flush
   const DrainStats d = run();
   EXPECT_EQ(d.exitReason, "balanced");
   EXPECT_EQ(d.pendingLaunches, 0u);
-  EXPECT_TRUE(d.reenabled);
   EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL), 3u);
+  const auto calls = fake.calls();
+  EXPECT_GE(std::count(calls.begin(), calls.begin() + firstCall("disable(KERNEL)"), std::string("flushAll")), 5);
 }
 
 TEST_F(DrainPolicyTest, SiblingsThatComeAfterTheBalancingFlushAreKept) {
@@ -180,7 +233,7 @@ TEST_F(DrainPolicyTest, WithSynchronisedDevicesTheTailWaitsUntilEverySiblingIsDu
   fake.deliverNow();
   fake.putInFlightLater(first, 2);
   fake.putInFlightLater(sibling, 9);  // after six empty flushes
-  DrainInput in{api.get(), store.get(), subscriber, kinds, config, kKernels};
+  DrainInput in{api.get(), store.get(), kinds, config, kKernels};
   in.devicesSynchronized = true;
   const DrainStats d = drain(in, errors, disabledAt);
   store->seal();
@@ -193,21 +246,25 @@ TEST_F(DrainPolicyTest, WithSynchronisedDevicesTheTailWaitsUntilEverySiblingIsDu
   EXPECT_GE(std::count(calls.begin(), calls.begin() + off, std::string("flushAll")), 9);
 }
 
-TEST_F(DrainPolicyTest, AfterAPullingDisableOneMoreFlushTakesTheSiblings) {
+TEST_F(DrainPolicyTest, AfterAPullOneMoreFlushTakesTheSiblings) {
+  kinds.push_back(MSPTI_ACTIVITY_KIND_COMMUNICATION);
   arm();
   RecordBuilder launch, first, sibling;
   launch.api(1000, 2000, 1, 2, 7, "LaunchKernelV2");
   first.kernel(3000, 4000, 0, 1, 7, "multi");
   sibling.kernel(4000, 5000, 0, 1, 7, "multi");
   fake.writeNow(launch);
-  fake.putInFlight(first);
-  fake.putInFlightLater(sibling, 2);
-  const DrainStats d = run();
+  fake.putInFlightLater(first, 2);  // parsed after COMMUNICATION's pulling Disable
+  fake.putInFlightLater(sibling, 3);
+  DrainInput in{api.get(), store.get(), kinds, config, kKernels};
+  in.devicesSynchronized = true;  // every task had ended: the pull took all of their rows
+  const DrainStats d = drain(in, errors, disabledAt);
+  store->seal();
   EXPECT_EQ(d.exitReason, "balanced");
-  EXPECT_FALSE(d.reenabled);
+  EXPECT_EQ(d.pulledBy, "COMMUNICATION");
   EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL), 2u);
   EXPECT_EQ(d.lateRecords, 0u);
-  EXPECT_EQ(d.flushes, 3);  // balancing, siblings, after Unsubscribe: no poll interval slept
+  EXPECT_EQ(d.flushes, 4);  // learning, balancing, siblings, after the last Disables
 }
 
 TEST_F(DrainPolicyTest, APendingCopyKeepsItsKindEnabledUntilItsRowArrives) {
@@ -229,11 +286,10 @@ TEST_F(DrainPolicyTest, APendingCopyKeepsItsKindEnabledUntilItsRowArrives) {
   const DrainStats d = run(kKernels | bit(LaunchClass::kMemcpy));
   EXPECT_EQ(d.exitReason, "balanced");
   EXPECT_EQ(store->recordsOfKind(MSPTI_ACTIVITY_KIND_MEMCPY), 1u);
-  // KERNEL went at once; MEMCPY only after the third flush, the one that brought the copy's row
+  // MEMCPY only after the third flush, the one that brought the copy's row
   const auto calls = fake.calls();
   const int memcpyOff = firstCall("disable(MEMCPY)");
   ASSERT_GE(memcpyOff, 0);
-  EXPECT_LT(firstCall("disable(KERNEL)"), firstCall("flushAll"));
   EXPECT_GE(std::count(calls.begin(), calls.begin() + memcpyOff, std::string("flushAll")), 3);
 }
 
@@ -243,13 +299,13 @@ TEST_F(DrainPolicyTest, NoKernelFromALibraryThatNeedsThePreloadEndsTheDrainAtOnc
   fake.flushDelivers = false;
   fake.launchKernel("never");
   fake.deliverNow();
-  DrainInput in{api.get(), store.get(), subscriber, kinds, config, kKernels};
+  DrainInput in{api.get(), store.get(), kinds, config, kKernels};
   in.kernelsNeedPreload = true;
   const DrainStats d = drain(in, errors, disabledAt);
   EXPECT_EQ(d.exitReason, "no_row_can_come");
   EXPECT_EQ(d.evidence, "kernels_need_preload");
   EXPECT_EQ(d.pendingLaunches, 1u);
-  EXPECT_EQ(d.flushes, 3);  // the one that found no kernel, after Disable, after Unsubscribe
+  EXPECT_EQ(d.flushes, 2);  // the one that found no kernel, the one after the Disables
 }
 
 TEST_F(DrainPolicyTest, PollFirstWaitsForPendingLaunchesUntilTheBound) {
@@ -272,7 +328,7 @@ TEST_F(DrainPolicyTest, PollFirstWithoutKnownLaunchesEndsAfterTheQuietFlushes) {
   arm();
   const DrainStats d = run();
   EXPECT_EQ(d.exitReason, "quiet");
-  EXPECT_EQ(d.flushes, static_cast<int>(config.drainQuietFlushes) + 2);  // + after Disable, + after Unsubscribe
+  EXPECT_EQ(d.flushes, static_cast<int>(config.drainQuietFlushes) + 1);  // + the one after the Disables
 }
 
 TEST_F(DrainPolicyTest, OnlyTheAwaitedClassesHoldTheDrain) {
@@ -289,33 +345,33 @@ TEST_F(DrainPolicyTest, OnlyTheAwaitedClassesHoldTheDrain) {
   EXPECT_EQ(store->pendingLaunches(bit(LaunchClass::kMemcpy)), 1u);
 }
 
-TEST_F(DrainPolicyTest, RecordsAfterUnsubscribeAreLate) {
+TEST_F(DrainPolicyTest, TheDrainLeavesUnsubscribeToTheSession) {
+  fake.withIsEnabled = false;  // poll_first: nothing is disabled before the timeout
   arm();
-  fake.inFlightOnlyAfterUnsubscribe = true;
-  fake.keepInFlightAfterUnsubscribe = true;
   fake.launchKernel("late");
   fake.deliverNow();
+  config.drainTimeoutMs = 20;
+  fake.flushDelivers = false;  // the launch's row never comes during the polls
   const DrainStats d = run();
-  EXPECT_EQ(d.exitReason, "timeout");  // it held the drain, and came only after Unsubscribe
-  EXPECT_EQ(d.lateRecords, 1u);
-  EXPECT_EQ(d.pendingLaunches, 0u);  // it did arrive, late
+  EXPECT_EQ(d.exitReason, "timeout");
+  EXPECT_EQ(fake.count("unsubscribe"), 0u);  // the drain never unsubscribes (SubscriptionRelease does)
+  EXPECT_EQ(d.lateRecords, 0u);
+  EXPECT_EQ(d.pendingLaunches, 1u);
 }
 
 TEST_F(DrainPolicyTest, FailingCallsAreReportedNotThrown) {
   arm();
   fake.flushResult = MSPTI_ERROR_INNER;
-  fake.unsubscribeResult = MSPTI_ERROR_INVALID_PARAMETER;
   fake.throwIn = FakeMspti::kDisable;
   DrainStats d;
   EXPECT_NO_THROW(d = run());
-  bool flush = false, disable = false, unsubscribe = false;
+  bool flush = false, disable = false;
   for (const auto& e : errors) {
     flush |= e == "msptiActivityFlushAll(1) -> 999 MSPTI_ERROR_INNER";
     disable |= e == "msptiActivityDisable(KERNEL) -> -1 threw a C++ exception";
-    unsubscribe |= e == "msptiUnsubscribe(subscriber) -> 1 MSPTI_ERROR_INVALID_PARAMETER";
   }
-  EXPECT_TRUE(flush && disable && unsubscribe) << ::testing::PrintToString(errors);
-  EXPECT_LE(errors.size(), 16u + 3u + 1u);  // flush errors are capped
+  EXPECT_TRUE(flush && disable) << ::testing::PrintToString(errors);
+  EXPECT_LE(errors.size(), 16u + 3u);  // flush errors are capped
 }
 
 TEST(DrainOrder, AutoFollowsTheLibraryGeneration) {

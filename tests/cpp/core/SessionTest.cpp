@@ -90,12 +90,14 @@ TEST_F(SessionTest, WellBehavedSessionLinksEachKernelToItsOp) {
   EXPECT_EQ(inSecond, 1);
   EXPECT_EQ(logger.launches().size(), 3u);
 
-  // Calls, in order: subscribe at configure; callbacks then kinds at start; disable, flush,
-  // unsubscribe and a last flush at stop.
+  // Calls, in order: subscribe at configure; callbacks then kinds at start; at stop a flush, the
+  // pull by COMMUNICATION's Disable (no collective ran), KERNEL's Disable once its rows came, a
+  // last flush, then Unsubscribe and its flush (the harness has no SubscriptionRelease).
   EXPECT_EQ(indexOf("subscribe"), 0);
   EXPECT_LT(indexOf("registerCallbacks"), indexOf("enable(KERNEL)"));
-  EXPECT_LT(indexOf("enable(RUNTIME_API)"), indexOf("disable(KERNEL)"));
-  EXPECT_LT(indexOf("disable(KERNEL)"), indexOf("flushAll"));
+  EXPECT_LT(indexOf("enable(RUNTIME_API)"), indexOf("flushAll"));
+  EXPECT_LT(indexOf("flushAll"), indexOf("disable(COMMUNICATION)"));
+  EXPECT_LT(indexOf("disable(COMMUNICATION)"), indexOf("disable(KERNEL)"));
   const auto calls = fake.calls();
   EXPECT_EQ(calls[calls.size() - 2], "unsubscribe");
   EXPECT_EQ(calls.back(), "flushAll");

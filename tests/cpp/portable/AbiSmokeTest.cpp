@@ -10,12 +10,15 @@
 // Usage: mspti_abi_smoke [path/to/libmspti_sim.so]      exit 0 = pass, 1 = fail
 #include <dlfcn.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mspti/mspti.h"
@@ -57,6 +60,16 @@ void onRequest(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {
   *maxNumRecords = 0;
 }
 
+size_t strideOf(msptiActivityKind kind) {
+  switch (kind) {
+    case MSPTI_ACTIVITY_KIND_KERNEL: return sizeof(msptiActivityKernel);
+    case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(msptiActivityExternalCorrelation);
+    default: return 0;
+  }
+}
+
+std::atomic<int> gKernelRecords{0};  // KERNEL records delivered so far (the drain waits for them)
+
 void onComplete(uint8_t* buffer, size_t /*size*/, size_t validSize) {
   if (buffer == nullptr) {
     return;
@@ -64,17 +77,16 @@ void onComplete(uint8_t* buffer, size_t /*size*/, size_t validSize) {
   std::vector<uint64_t> copy((validSize + 7) / 8);
   std::memcpy(copy.data(), buffer, validSize);
   std::free(buffer);
+  for (size_t offset = 0; offset < validSize;) {
+    const auto* record = reinterpret_cast<const msptiActivity*>(reinterpret_cast<const uint8_t*>(copy.data()) + offset);
+    const size_t stride = strideOf(record->kind);
+    if (stride == 0) break;  // the main walk reports it
+    if (record->kind == MSPTI_ACTIVITY_KIND_KERNEL) ++gKernelRecords;
+    offset += stride;
+  }
   std::lock_guard<std::mutex> lock(gMutex);
   gBuffers.push_back(std::move(copy));
   gValidSizes.push_back(validSize);
-}
-
-size_t strideOf(msptiActivityKind kind) {
-  switch (kind) {
-    case MSPTI_ACTIVITY_KIND_KERNEL: return sizeof(msptiActivityKernel);
-    case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(msptiActivityExternalCorrelation);
-    default: return 0;
-  }
 }
 
 const char* architecture() {
@@ -152,8 +164,14 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Tail drain in MSPTI's order: Disable pulls in-flight kernel records, then FlushAll delivers.
+  // Tail drain as MSPTI needs it: FlushAll until every kernel record came, and only then Disable,
+  // whose reader would drop what it parses after the switch clears (docs/mspti.md 2.3); a last
+  // FlushAll delivers the rest.
   synchronize(-1);
+  for (int i = 0; i < 10000 && gKernelRecords.load() < kLaunches; ++i) {
+    flushAll(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   disable(MSPTI_ACTIVITY_KIND_KERNEL);
   disable(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   flushAll(1);
