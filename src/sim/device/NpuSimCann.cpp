@@ -15,8 +15,7 @@ namespace {
 // libfakecann.so's control API (fakecann.c): the runtime opening a device, and one kernel launch
 // as CANN reports it; the device begin/end come back in device ticks (1 ns).
 using OpenDeviceFn = int (*)(uint32_t);
-using LaunchKernelFn = int (*)(uint32_t, uint16_t, uint16_t, const char*, const char*, uint64_t, uint64_t*,
-                               uint64_t*);
+using LaunchKernelFn = int (*)(uint32_t, uint16_t, uint16_t, const char*, const char*, uint64_t, uint64_t*, uint64_t*);
 
 constexpr const char* kMakeRoot = "bash make_root.sh DIR (the realmspti fixture's script)";
 // Task ids per (device, stream): the fake layer has one device; stream ids are 16 bits there.
