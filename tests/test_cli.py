@@ -340,7 +340,17 @@ def test_demo_help_shows_every_default(capsys):
     parser = cli_main_module.build_parser()
     demo = parser._subparsers._group_actions[0].choices["demo"]
     options = [a for a in demo._actions if a.option_strings and a.dest != "help"]
-    assert {a.dest for a in options} == {"workload", "steps", "size", "out", "device", "launch_mode", "ranks", "memcpy"}
+    assert {a.dest for a in options} == {
+        "workload",
+        "steps",
+        "size",
+        "out",
+        "device",
+        "launch_mode",
+        "ranks",
+        "memcpy",
+        "cann_root",
+    }
     for action in options:
         assert "(default: " in action.help, action.dest
     assert main(["demo", "--help"]) == 0

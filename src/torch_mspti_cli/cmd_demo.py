@@ -67,6 +67,15 @@ def add_arguments(p: argparse.ArgumentParser, count_arg) -> None:
         "the plugin finds); the workloads then copy their inputs from host memory and read results "
         "back (default: off)",
     )
+    p.add_argument(
+        "--cann-root",
+        dest="cann_root",
+        metavar="DIR",
+        help="simulator: report its kernels and mstx markers through the fake CANN layer of DIR (laid out "
+        "by the real-MSPTI test fixture's make_root.sh DIR) to Huawei's real MSPTI, DIR/lib64/libmspti.so, "
+        "which the plugin reads; one device, no copies or collectives (default: $TORCH_MSPTI_SIM_CANN_ROOT, "
+        "else the simulated MSPTI)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     # Unset options are left out so the demo's own defaults apply.
     kwargs = {
         k: getattr(args, k)
-        for k in ("workload", "steps", "size", "out", "device", "launch_mode", "ranks")
+        for k in ("workload", "steps", "size", "out", "device", "launch_mode", "ranks", "cann_root")
         if getattr(args, k) is not None
     }
     if args.memcpy:

@@ -1,6 +1,7 @@
 // Control surface of the simulated NPU for Python: torch.ops.npu_sim.* (the library is loaded with
 // torch.ops.load_library, so plain ops are its only entry points).
 #include "NpuSimCall.h"
+#include "NpuSimCann.h"
 #include "NpuSimRuntime.h"
 
 #include <ATen/core/dispatch/ObservedOperators.h>
@@ -42,7 +43,9 @@ __attribute__((constructor(101))) void register_unobserved_ops() {
                          "reset_peak_memory_stats",
                          "block_size",
                          "event_elapsed_ms",
-                         "launch_kernel"})
+                         "launch_kernel",
+                         "bind_cann",
+                         "cann_root"})
     unobserved.insert(std::string("npu_sim::") + op);
 }
 
@@ -62,6 +65,16 @@ void configure_op(const std::string& simulator, int64_t device_count, const std:
   cfg.housekeeping_every = std::max<int64_t>(0, housekeeping_every);
   configure(simulator, cfg);
 }
+
+// Real-MSPTI mode (NpuSimCann.h), after configure: the fake CANN layer has one device.
+void bind_cann_op(const std::string& root) {
+  TORCH_CHECK(configured(), "simulated NPU: bind_cann needs a configured device (torch_mspti.sim.enable())");
+  TORCH_CHECK(config().device_count == 1, "simulated NPU: bind_cann needs device_count 1 (the fake CANN layer has ",
+              "one device), got ", config().device_count);
+  TORCH_CHECK(!root.empty(), "simulated NPU: bind_cann needs a CANN root directory");
+  bind_cann(root);
+}
+std::string cann_root_op() { return cann_root(); }
 
 bool is_configured_op() { return configured(); }
 
@@ -152,6 +165,8 @@ TORCH_LIBRARY(npu_sim, m) {
       "configure(str simulator, int device_count, str launch_mode, float duration_scale, "
       "int min_duration_ns, int fixed_duration_ns, int queue_pickup_ns, int housekeeping_every) -> ()",
       &configure_op);
+  m.def("bind_cann(str root) -> ()", &bind_cann_op);
+  m.def("cann_root() -> str", &cann_root_op);
   m.def("is_configured() -> bool", &is_configured_op);
   m.def("launch_mode() -> str", &launch_mode_op);
   m.def("device_count() -> int", &device_count_op);

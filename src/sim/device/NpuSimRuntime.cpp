@@ -2,6 +2,7 @@
 // copies, collectives) through the task queues, runtime calls, synchronization and events. See
 // NpuSimRuntime.h; the queues are NpuSimTaskQueue.cpp, the allocator's bookkeeping NpuSimMemory.cpp.
 #include "NpuSimRuntime.h"
+#include "NpuSimCann.h"
 #include "NpuSimTaskQueue.h"
 
 #include <c10/util/Exception.h>
@@ -91,6 +92,7 @@ void do_launch(const char* name, const char* type, int device, int64_t stream, u
   LaunchFn fn = g_launch.load();
   if (fn == nullptr) return;
   fn(name, type, static_cast<uint32_t>(device), static_cast<uint32_t>(stream), dur / count, count);
+  cann_launch(name, device, stream, dur, count);  // real-MSPTI mode only (NpuSimCann.h)
   c_launches++;
   c_kernels += count;
 }

@@ -16,6 +16,14 @@ Launch modes, as torch_npu has them:
   case the profiler has to handle on real hardware, so it is the default here too.
 * ``"direct"``: the op launches on its own thread, inside the op (``TASK_QUEUE_ENABLE=0``).
 
+Real MSPTI (``cann_root``, or ``TORCH_MSPTI_SIM_CANN_ROOT``): the plugin reads Huawei's real
+``libmspti.so`` of a CANN root laid out by the real-MSPTI test fixture's ``make_root.sh DIR``, which
+runs over a fake CANN layer (``libfakecann.so``). Every kernel launch of the simulated device is also
+reported to that layer, on the thread that launches it, and mstx calls go to its mstx front end. The
+layer has one device and models kernel launches and mstx markers only: copies, memsets, collectives,
+memory records and the other runtime calls still run on the simulator's timeline but produce no
+MSPTI records in this mode.
+
 Renaming PrivateUse1 is irreversible for the process; tests do it in a subprocess.
 """
 
@@ -40,6 +48,7 @@ __all__ = [
     "device_counters",
     "LAUNCH_MODES",
     "LIMITS",
+    "CANN_ROOT_FILES",
 ]
 
 LAUNCH_MODES = ("queued", "direct")
@@ -175,8 +184,59 @@ def _simulator_for_plugin() -> str:
     raise AssertionError("unreachable")
 
 
+#: The files of a CANN root (relative to it) that the real-MSPTI mode needs: the real MSPTI and its
+#: securec beside it, and the fake CANN layer under the names MSPTI dlopens.
+CANN_ROOT_FILES = (
+    "lib64/libmspti.so",
+    "lib64/libc_sec.so",
+    "lib64/libfakecann.so",
+    "lib64/libprofapi.so",
+    "lib64/libascend_hal.so",
+    "lib64/libascendalog.so",
+    "lib64/libascendcl.so",
+)
+_MAKE_ROOT = "bash make_root.sh DIR (the real-MSPTI test fixture's script; see tests/test_real_mspti.py)"
+
+
+def _cann_root(cann_root: str | os.PathLike[str] | None) -> str | None:
+    """The CANN root of the real-MSPTI mode, absolute: ``cann_root``, else the environment variable
+    ``TORCH_MSPTI_SIM_CANN_ROOT``; None (the simulated MSPTI) when both are unset or empty.
+    RuntimeError naming the first missing file and the command that makes the root."""
+    if cann_root is None:
+        cann_root = os.environ.get("TORCH_MSPTI_SIM_CANN_ROOT", "").strip() or None
+    if cann_root is None or cann_root == "":
+        return None
+    if not isinstance(cann_root, (str, os.PathLike)):
+        raise TypeError(f"cann_root must be a directory path (str), got {cann_root!r} ({type(cann_root).__name__})")
+    root = os.path.abspath(os.fspath(cann_root))
+    for rel in CANN_ROOT_FILES:
+        path = os.path.join(root, rel)
+        if not os.path.isfile(path):
+            _refuse(f"the CANN root {root} has no {path}; lay the root out with {_MAKE_ROOT}")
+    return root
+
+
+def _real_mspti_for_plugin(root: str) -> str:
+    """``<root>/lib64/libmspti.so``, the library the plugin reads in the real-MSPTI mode. Refuses
+    (RuntimeError) when the plugin is set to, or already loaded, another library."""
+    wanted = os.path.join(root, "lib64", "libmspti.so")
+    chosen, how = _plugin_library_choice()
+    if chosen is None or os.path.realpath(chosen) == os.path.realpath(wanted):
+        return wanted
+    fix = (
+        "enable the simulated NPU with cann_root in a fresh process"
+        if how.startswith("already loaded")
+        else "unset TORCH_MSPTI_LIBRARY (or do not call torch_mspti.use_library) before sim.enable(cann_root=...)"
+    )
+    _refuse(
+        f"the profiler plugin's MSPTI library {chosen} ({how}) is not the real MSPTI of the CANN root, "
+        f"{wanted}, through which the simulated NPU reports its kernels in this mode. Fix: {fix}."
+    )
+    raise AssertionError("unreachable")
+
+
 def enable(
-    device_count: int = 2,
+    device_count: int | None = None,
     launch_mode: str | None = None,
     *,
     duration_scale: float = 1.0,
@@ -184,10 +244,12 @@ def enable(
     fixed_duration_ns: int = 0,
     queue_pickup_us: float = 20.0,
     housekeeping_every: int = 64,
+    cann_root: str | os.PathLike[str] | None = None,
 ) -> None:
     """Turn this process's PrivateUse1 backend into a simulated NPU named ``npu``.
 
-    device_count: number of simulated devices (npu:0 ... npu:N-1), in [1, 16].
+    device_count: number of simulated devices (npu:0 ... npu:N-1), in [1, 16]; None (the default)
+        gives 2, or 1 with ``cann_root``.
     launch_mode: ``"queued"`` (torch_npu's task queue) or ``"direct"``; None (the default) reads
         ``TASK_QUEUE_ENABLE`` as torch_npu does: ``"0"`` gives ``"direct"``, anything else
         (or unset) ``"queued"``.
@@ -197,6 +259,15 @@ def enable(
     housekeeping_every: every Nth allocation on a device launches a housekeeping kernel from a
         thread that runs no op (0 disables all but the first one per device).
     Ranges: :data:`LIMITS` (durations in ns, pickup in us, all >= 0).
+    cann_root: a CANN root laid out by the real-MSPTI fixture's ``make_root.sh DIR`` (its files:
+        :data:`CANN_ROOT_FILES`); None reads ``TORCH_MSPTI_SIM_CANN_ROOT``, and unset or empty
+        keeps the simulated MSPTI. With a root, the plugin reads ``<root>/lib64/libmspti.so``
+        (Huawei's real MSPTI; ``ASCEND_HOME_PATH`` is set to the root, where it finds its CANN
+        libraries), and every kernel launch is also reported to the root's fake CANN layer on the
+        launching thread, which hands it to that MSPTI; ``torch.npu.mstx`` calls the layer's mstx
+        front end. The layer has one device, so device_count must be 1 (ValueError otherwise), and
+        models kernels and mstx markers only: copies, memsets, collectives, memory records and
+        other runtime calls run on the simulator's timeline but produce no MSPTI records.
 
     The MSPTI simulator is the one the plugin was pointed at, when that is a simulator library
     (``TORCH_MSPTI_LIBRARY=<torch_mspti.simulator_library('8.0.RC3')>`` or
@@ -205,11 +276,19 @@ def enable(
     Raises TypeError (wrong type) or ValueError (out of range) naming the argument, the value and
     the range; RuntimeError when the process cannot host the simulated NPU (torch_npu imported,
     PrivateUse1 named otherwise, the plugin set to a library that is not a simulator, missing
-    files). Everything that can fail runs before the irreversible rename of PrivateUse1, so a
+    files, a CANN root without one of its files). Everything that can fail runs before the irreversible rename of PrivateUse1, so a
     failed call leaves the backend name unchanged. Calling it again with the same settings does
     nothing; other settings raise RuntimeError. Thread-safe.
     """
     global _settings
+    root = _cann_root(cann_root)
+    if device_count is None:
+        device_count = 1 if root else 2
+    elif root and device_count != 1:
+        raise ValueError(
+            f"device_count must be 1 with cann_root (the fake CANN layer under the real MSPTI has one device), "
+            f"got {device_count!r}"
+        )
     if launch_mode is None:
         launch_mode = "direct" if os.environ.get("TASK_QUEUE_ENABLE", "").strip() == "0" else "queued"
     wanted = _validated(
@@ -223,6 +302,7 @@ def enable(
             "housekeeping_every": housekeeping_every,
         }
     )
+    wanted["cann_root"] = root
     import torch
 
     from torch_mspti import _C
@@ -239,15 +319,20 @@ def enable(
         _check_preconditions(torch)
         try:
             dev_lib = device_library()
-            sim_lib = _simulator_for_plugin()
+            # The real-MSPTI mode keeps the default simulator for the device's timeline only.
+            sim_lib = simulator_library() if root else _simulator_for_plugin()
         except FileNotFoundError as exc:
             _refuse(str(exc))
         if not os.path.exists(sim_lib):
             _refuse(f"MSPTI simulator not found at {sim_lib}; is torch-mspti installed with its lib/ directory?")
+        plugin_lib = _real_mspti_for_plugin(root) if root else sim_lib
 
         previous = config.library_path
-        # as torch_mspti.use_library (sim_lib is absolute): RuntimeError if the plugin already loaded another library
-        config.library_path = sim_lib
+        previous_home = os.environ.get("ASCEND_HOME_PATH")
+        if root:
+            os.environ["ASCEND_HOME_PATH"] = root  # MSPTI dlopens its CANN libraries from $ASCEND_HOME_PATH/lib64
+        # as torch_mspti.use_library (absolute path): RuntimeError if the plugin already loaded another library
+        config.library_path = plugin_lib
         try:
             torch.ops.load_library(dev_lib)
             torch.ops.npu_sim.configure(
@@ -260,16 +345,23 @@ def enable(
                 int(wanted["queue_pickup_us"] * 1000),
                 wanted["housekeeping_every"],
             )
+            if root:
+                torch.ops.npu_sim.bind_cann(root)
         except Exception as exc:
             if not _C.library_report(False).get("available"):
                 config.library_path = previous
+                if root and previous_home is None:
+                    os.environ.pop("ASCEND_HOME_PATH", None)
+                elif root:
+                    os.environ["ASCEND_HOME_PATH"] = previous_home
             raise RuntimeError(f"torch_mspti.sim.enable(): cannot load the simulated NPU: {exc}") from exc
         # The point of no return: nothing above renamed anything.
         torch.utils.rename_privateuse1_backend("npu")
         from . import mstx as _mstx
         from . import npu as _npu_module
 
-        _mstx._bind(sim_lib)  # torch.npu.mstx calls this simulator's mstx entry points
+        # torch.npu.mstx calls the mstx entry points of this simulator, or of the fake CANN layer
+        _mstx._bind(os.path.join(root, "lib64", "libprofapi.so") if root else sim_lib, cann=bool(root))
 
         torch._register_device_module("npu", _npu_module)
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
@@ -282,7 +374,13 @@ def enable(
         from . import fsdp as _fsdp
 
         _fsdp.install()  # FSDP2's copy ops for npu tensors on torch 2.7
-        _settings_public.update(wanted, device_library=dev_lib, simulator_library=sim_lib)
+        _settings_public.update(
+            wanted,
+            device_library=dev_lib,
+            simulator_library=sim_lib,
+            mspti="real" if root else "simulated",
+            mspti_library=plugin_lib,
+        )
         _settings = wanted
 
 
@@ -292,7 +390,10 @@ def is_enabled() -> bool:
 
 
 def settings() -> dict[str, Any]:
-    """The settings :func:`enable` applied, with the library paths (empty when not enabled)."""
+    """The settings :func:`enable` applied, with the library paths (empty when not enabled):
+    enable()'s arguments (``cann_root`` None or the absolute root), ``device_library``,
+    ``simulator_library`` (the device's timeline), ``mspti`` (``"simulated"``, or ``"real"`` with a
+    CANN root) and ``mspti_library`` (the library the plugin reads)."""
     return dict(_settings_public)
 
 

@@ -92,17 +92,30 @@ def _unlinked_lines(session: dict[str, Any]) -> list[str]:
     return lines
 
 
-def select_device(device: str, launch_mode: str = "direct") -> str:
+def _cann_root_wanted(cann_root: str | None) -> str | None:
+    """The CANN root of the real-MSPTI mode the demo runs with: ``cann_root``, else
+    ``TORCH_MSPTI_SIM_CANN_ROOT`` (as ``torch_mspti.sim.enable`` reads it); None when neither is set."""
+    return cann_root or os.environ.get("TORCH_MSPTI_SIM_CANN_ROOT", "").strip() or None
+
+
+def select_device(device: str, launch_mode: str = "direct", cann_root: str | None = None) -> str:
     """Make ``device`` ("auto", "sim" or "real") the process's ``npu``; returns "sim" or "real".
 
-    "auto" is "real" when :func:`real_npu_available`, else "sim" (``torch_mspti.sim.enable(
-    launch_mode=launch_mode)``). Raises ValueError for another name, RuntimeError when torch_npu
-    sees no NPU or the simulator refuses (see ``torch_mspti.sim.enable``).
+    "auto" is "real" when :func:`real_npu_available` and no CANN root is wanted, else "sim"
+    (``torch_mspti.sim.enable(launch_mode=launch_mode, cann_root=cann_root)``). Raises ValueError
+    for another name, or "real" with a CANN root; RuntimeError when torch_npu sees no NPU or the
+    simulator refuses (see ``torch_mspti.sim.enable``).
     """
     if device not in ("auto", "sim", "real"):
         raise ValueError(f"device must be auto, sim or real, got {device!r}")
+    root = _cann_root_wanted(cann_root)
+    if root and device == "real":
+        raise ValueError(
+            "a CANN root (--cann-root, TORCH_MSPTI_SIM_CANN_ROOT) runs the simulated NPU over the real MSPTI; "
+            "it does not apply to the real device (use --device sim or auto)"
+        )
     if device == "auto":
-        device = "real" if real_npu_available() else "sim"
+        device = "real" if real_npu_available() and not root else "sim"
     if device == "real":
         import torch
         import torch_npu  # noqa: F401  (registers torch.npu)
@@ -112,7 +125,7 @@ def select_device(device: str, launch_mode: str = "direct") -> str:
         return "real"
     from torch_mspti import sim
 
-    sim.enable(launch_mode=launch_mode)
+    sim.enable(launch_mode=launch_mode, cann_root=root)
     return "sim"
 
 
@@ -143,6 +156,7 @@ _OPTIONS: dict[str, type] = {
     "launch_mode": str,
     "ranks": int,
     "memcpy": bool,
+    "cann_root": str,
 }
 
 
@@ -186,6 +200,7 @@ def run(
     launch_mode: str = "direct",
     ranks: int = 2,
     memcpy: bool = False,
+    cann_root: str | None = None,
 ) -> int:
     """Run ``workload`` on the selected NPU, write the trace to ``out`` and print a summary.
 
@@ -204,6 +219,12 @@ def run(
     the wrong one): their launches are shown on the worker's own lane, and the summary says why
     they are unlinked (from the plugin's link states in diagnostics).
 
+    ``cann_root`` (simulator only; None reads ``TORCH_MSPTI_SIM_CANN_ROOT``): a CANN root laid out
+    by the real-MSPTI fixture's ``make_root.sh DIR``; the simulated NPU then reports its kernels
+    through that root's fake CANN layer to Huawei's real MSPTI, which the plugin reads (see
+    ``torch_mspti.sim.enable``). The layer has one device and no copies or collectives, so the
+    ``ddp`` workload and ``memcpy`` are refused (exit code 2).
+
     ``steps`` (>= 1) is the number of profiled steps, ``size`` (>= 1) the problem size; None
     takes the workload's default (``workloads.DEFAULTS``).
 
@@ -211,6 +232,15 @@ def run(
     """
     from . import workloads
 
+    root = _cann_root_wanted(cann_root)
+    if root and (memcpy or workload == "ddp"):
+        what = "the ddp workload (collectives)" if workload == "ddp" else "--memcpy (copies and memsets)"
+        print(
+            f"torch-mspti demo: {what} cannot run over the real MSPTI: the fake CANN layer of {root} models "
+            "kernel launches and mstx markers only",
+            file=sys.stderr,
+        )
+        return 2
     if memcpy:
         extra = {"ranks": ranks} if workload == "ddp" else {}
         options = dict(workload=workload, steps=steps, size=size, out=out, launch_mode=launch_mode, **extra)
@@ -233,7 +263,7 @@ def run(
             print(f"torch-mspti demo: {name} must be an integer >= 1, got {value!r}", file=sys.stderr)
             return 2
     try:
-        chosen = select_device(device, launch_mode)
+        chosen = select_device(device, launch_mode, root)
     except Exception as exc:
         print(f"torch-mspti demo: cannot use device {device!r}: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1
@@ -243,10 +273,13 @@ def run(
         from torch_mspti._paths import simulator_generation_of
 
         s = sim.settings()
-        generation = simulator_generation_of(s.get("simulator_library") or "") or "?"
+        if s.get("mspti") == "real":
+            mspti = f"the real MSPTI {s.get('mspti_library')} over the fake CANN layer of {s.get('cann_root')}"
+        else:
+            mspti = f"simulated MSPTI {simulator_generation_of(s.get('simulator_library') or '') or '?'}"
         print(
             f"torch-mspti demo: SIMULATED NPU ({s.get('device_count')} devices, "
-            f"launch mode {s.get('launch_mode')}, simulated MSPTI {generation}); no Ascend hardware "
+            f"launch mode {s.get('launch_mode')}, {mspti}); no Ascend hardware "
             "is used, kernel times are modelled from host compute time."
         )
     else:

@@ -9,6 +9,11 @@ never raises. Each call goes to the simulated MSPTI's mstx entry points (``mstxM
 MARKER is enabled (docs/mspti.md 5.9). A call naming a stream, and every range end (its start may
 have named one), first waits for the launch queue, so that the marker lands on the stream after
 the work queued before it.
+
+Real-MSPTI mode (``torch_mspti.sim.enable(cann_root=...)``): the same calls go to the mstx front end
+of the fake CANN layer (``libfakecann.so``), which dispatches them to the real MSPTI's handlers. A
+stream is passed as the fake runtime's handle for it, ``0x1000 + stream id`` (its
+``aclrtStreamGetId`` maps handle h to stream id h - 0x1000).
 Thread-safety: the calls may come from any thread (domain handles are created under a lock).
 """
 
@@ -23,15 +28,20 @@ import torch
 __all__ = ["mstx"]
 
 _lock = threading.Lock()
-_path: str | None = None  # the simulated MSPTI torch_mspti.sim.enable() bound
+_path: str | None = None  # the simulated MSPTI (or fake CANN layer) torch_mspti.sim.enable() bound
+_cann = False  # _path is the fake CANN layer of the real-MSPTI mode
 _lib: ctypes.CDLL | None = None
 _domains: dict[str, int] = {}
+# The fake CANN runtime's stream handles: aclrtStreamGetId(h) is h - 0x1000 (fakecann.c).
+_CANN_STREAM_BASE = 0x1000
 
 
-def _bind(simulator_library: str) -> None:
-    """Called by torch_mspti.sim.enable() with the simulator it loaded."""
-    global _path
-    _path = simulator_library
+def _bind(library: str, cann: bool = False) -> None:
+    """Called by torch_mspti.sim.enable() with the simulator it loaded, or (``cann``) the fake CANN
+    layer whose mstx front end reaches the real MSPTI."""
+    global _path, _cann
+    _path = library
+    _cann = cann
 
 
 def _library() -> ctypes.CDLL:
@@ -40,9 +50,11 @@ def _library() -> ctypes.CDLL:
         if _lib is None:
             if not _path:
                 raise RuntimeError("torch.npu.mstx: the simulated NPU is not enabled (torch_mspti.sim.enable())")
-            lib = ctypes.CDLL(_path)  # the library the plugin and the device already loaded
-            lib.msptiSimStreamHandle.argtypes = [ctypes.c_uint32, ctypes.c_uint32]
-            lib.msptiSimStreamHandle.restype = ctypes.c_void_p
+            # the library the plugin and the device already loaded (the fake CANN layer: RTLD_GLOBAL, as the device)
+            lib = ctypes.CDLL(_path, mode=ctypes.RTLD_GLOBAL) if _cann else ctypes.CDLL(_path)
+            if not _cann:
+                lib.msptiSimStreamHandle.argtypes = [ctypes.c_uint32, ctypes.c_uint32]
+                lib.msptiSimStreamHandle.restype = ctypes.c_void_p
             lib.mstxMarkA.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
             lib.mstxRangeStartA.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
             lib.mstxRangeStartA.restype = ctypes.c_uint64
@@ -68,10 +80,13 @@ def _domain(lib: ctypes.CDLL, name: str) -> int | None:
 
 
 def _stream_handle(lib: ctypes.CDLL, stream) -> int | None:
-    """The simulator's aclrtStream for a torch stream of the simulated NPU; None for no stream."""
+    """The simulator's (or fake CANN runtime's) aclrtStream for a torch stream of the simulated NPU;
+    None for no stream."""
     if stream is None:
         return None
     torch.ops.npu_sim.drain()  # queued launches reach the stream before the marker
+    if _cann:
+        return _CANN_STREAM_BASE + int(stream.stream_id)
     return lib.msptiSimStreamHandle(int(stream.device_index), int(stream.stream_id))
 
 
