@@ -497,6 +497,20 @@ def test_overlap_tolerates_microsecond_rounding_on_epoch_timestamps():
     assert set(check_trace(trace).counts_by_rule) == {"kernel-overlap-in-stream"}
 
 
+def test_an_arrow_to_a_row_shortened_to_1_ns_binds_to_that_row_not_the_next():
+    # The lane repair can shorten a row to 1 ns (its start moved to the previous row's end); on
+    # epoch timestamps the next row then starts inside the checker's tolerance (seen on the real
+    # MSPTI, whose fake driver overlaps a stream's kernels). Each finish sits at its own row's start.
+    base = 5726557235500.0
+    trace = make_trace(base=base)
+    k0, k1 = find(trace, cat="kernel"), find(trace, cat="kernel", n=1)
+    f0, f1 = find(trace, ph="f"), find(trace, ph="f", n=1)
+    k0["ts"] = f0["ts"] = base + 150
+    k0["dur"] = 0.001  # [base+150, base+150.001]
+    k1["ts"] = f1["ts"] = round(base + 150.001, 3)  # the next row starts 1 ns later
+    assert check_trace(trace).ok, check_trace(trace).to_dict()
+
+
 def test_arrow_start_binds_to_innermost_slice_for_link_check():
     # the op carries a different correlation; the start must bind to the launch nested in it
     trace = make_trace()

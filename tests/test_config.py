@@ -25,6 +25,7 @@ INT_SETTINGS = {
 BOOL_SETTINGS = [
     "allow_missing_profapi",
     "synchronize_devices",
+    "unsubscribe_at_stop",
     "enable_kernels",
     "enable_external_correlation",
     "enable_api_records",

@@ -204,6 +204,35 @@ def check_cap():
     finally:
         torch_mspti.config.max_session_records = 67108864
 
+def _peer_takes_the_subscriber(out):
+    # another MSPTI consumer right after the profile: it retries while MSPTI refuses it
+    import ctypes
+    lib = ctypes.CDLL(torch_mspti.sim.settings()["mspti_library"])
+    out["release_after_stop"] = torch_mspti.diagnostics(load_library=False).to_dict()["plugin"]["release"]
+    handle, refused = ctypes.c_void_p(), 0
+    while (rc := lib.msptiSubscribe(ctypes.byref(handle), None, None)) == 2 and refused < 1000:
+        refused += 1
+        time.sleep(0.001)
+    out["peer_subscribe"], out["peer_refused"] = rc, refused
+    out["peer_unsubscribe"] = lib.msptiUnsubscribe(handle)
+    return out
+
+def check_release():
+    # stop() hands MSPTI's Unsubscribe (about 1 s here: it joins a poller that waits out a 1 s
+    # driver poll) to a thread of its own; another MSPTI consumer then gets the subscriber (MSPTI
+    # makes its Subscribe wait, or refuses it while the Unsubscribe stops the device tasks).
+    # With unsubscribe_at_stop, stop() unsubscribes itself: the consumer gets it at once.
+    first = _peer_takes_the_subscriber(_profile("release0", lambda: kn(8000, 50)))
+    torch_mspti.config.unsubscribe_at_stop = True
+    try:
+        second = _peer_takes_the_subscriber(_profile("release1", lambda: kn(8100, 50)))
+    finally:
+        torch_mspti.config.unsubscribe_at_stop = False
+    return [first, second, _profile("release2", lambda: kn(8200, 50))]
+
+def check_back_to_back():  # a profile started while the previous one's Unsubscribe still runs
+    return [_profile(f"again{i}", lambda i=i: kn(8300 + 100 * i, 50)) for i in range(2)]
+
 def check_windows():  # last: every window above
     return WINDOWS
 """
@@ -347,7 +376,9 @@ def test_aten_ops_each_launch_their_own_kernel(child):
     trace = s["trace"]
     for op, kernel in (("add", "Add"), ("mul", "Mul"), ("sub", "Sub")):
         ops = sorted((e for e in trace["traceEvents"] if e.get("name") == f"aten::{op}"), key=lambda e: e["ts"])
-        ks = sorted((k for k in kernels(trace) if k["name"] == kernel), key=lambda k: k["ts"])
+        # in launch order (MSPTI's correlation ids count launches): the fake device reports each kernel at its
+        # launch + 1 us, overlapping the stream's earlier ones, so the lane repair may reorder their times
+        ks = sorted((k for k in kernels(trace) if k["name"] == kernel), key=lambda k: k["args"]["correlation"])
         assert len(ops) == len(ks) == 20, (op, len(ops), len(ks))
         assert [k["args"].get("External id") for k in ks] == [o["args"]["External id"] for o in ops], kernel
 
@@ -493,3 +524,26 @@ def test_the_demo_runs_over_the_real_mspti(cann_root, tmp_path, how):
         env=env,
     )
     assert proc.returncode == 2 and "collectives" in proc.stderr, proc.stderr
+
+
+def test_stop_returns_before_msptis_unsubscribe_and_the_next_mspti_user_gets_the_subscriber(child):
+    background, at_stop, after = _sessions(child, "release")
+    # stop() returned while MSPTI's Unsubscribe was still running on the release thread ...
+    assert background["release_after_stop"]["in_flight"] is True, background["release_after_stop"]
+    # ... and another consumer got the subscriber after it
+    assert background["peer_subscribe"] == 0 and background["peer_unsubscribe"] == 0, background
+    # unsubscribe_at_stop: nothing in flight after stop(), the consumer is never refused
+    assert at_stop["release_after_stop"]["in_flight"] is False, at_stop["release_after_stop"]
+    assert at_stop["peer_subscribe"] == 0 and at_stop["peer_refused"] == 0, at_stop
+    for s in (background, at_stop, after):
+        assert_every_launch_arrived(s)
+        assert s["session"]["errors"] == [], s["session"]["errors"]
+
+
+def test_a_profile_started_during_the_release_waits_for_it_and_loses_nothing(child):
+    first, second = _sessions(child, "back_to_back")
+    assert second["session"]["timings"]["release_wait_ms"] > 0, second["session"]["timings"]
+    for s in (first, second):
+        assert_every_launch_arrived(s)
+        assert s["session"]["state"] == "processed" and s["session"]["errors"] == [], s["session"]
+

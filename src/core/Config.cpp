@@ -68,7 +68,8 @@ const Setting kSettings[] = {
      "~110 bytes per record (the records, the ledger, and the launch table built at stop)",
      &ConfigSnapshot::maxSessionRecords, nullptr, 1, int64_t{1} << 31},
     {"drain_order", nullptr, Type::kChoice, "", "auto",
-     "disable_first (MSPTI 26.1 pulls device data on Disable) or poll_first; auto picks by library generation", nullptr,
+     "disable_first (MSPTI 26.1 pulls device data on Disable: pulled by a kind no pending launch needs) or "
+     "poll_first; auto picks by library generation", nullptr,
      nullptr, 0, 0, 1, kDrainOrders, choiceField<&ConfigSnapshot::drainOrder>()},
     {"profiler", nullptr, Type::kChoice, "", "auto",
      "which PrivateUse1 profiler serves the NPU lane: auto and mspti = torch-mspti (also when torch_npu's "
@@ -84,6 +85,11 @@ const Setting kSettings[] = {
      "stop() waits for every PrivateUse1 device (torch.profiler synchronises only the current one), so kernels "
      "launched in the window and still running are collected",
      nullptr, &ConfigSnapshot::synchronizeDevices},
+    {"unsubscribe_at_stop", nullptr, Type::kBool, "", "false",
+     "stop() calls msptiUnsubscribe itself (about 1 s on the real library) instead of a background thread after "
+     "it: for a program that starts another MSPTI consumer within milliseconds of a profile's end, which MSPTI "
+     "refuses while a background Unsubscribe is stopping its device tasks",
+     nullptr, &ConfigSnapshot::unsubscribeAtStop},
     {"enable_kernels", nullptr, Type::kBool, "", "true", "collect KERNEL records", nullptr,
      &ConfigSnapshot::enableKernels},
     {"enable_external_correlation", nullptr, Type::kBool, "", "true",

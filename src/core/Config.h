@@ -19,7 +19,7 @@ namespace torch_mspti {
 // Order of the tail drain in stop(); see DrainPolicy.h for what each does and why.
 enum class DrainOrder : int {
   kAuto = 0,          // kDisableFirst when the library pulls device data on Disable, else kPollFirst
-  kDisableFirst = 1,  // Disable kinds, then poll FlushAll
+  kDisableFirst = 1,  // pull device data with a kind no pending launch needs, poll, then Disable the rest
   kPollFirst = 2,     // poll FlushAll with the kinds enabled, then Disable
 };
 
@@ -53,6 +53,7 @@ struct ConfigSnapshot {
   std::string libraryPath;           // explicit libmspti path ("" = search)
   bool allowMissingProfapi = false;  // load an explicit library even without libprofapi.so
   bool synchronizeDevices = false;   // stop() synchronises every PrivateUse1 device first
+  bool unsubscribeAtStop = false;    // stop() unsubscribes itself instead of SubscriptionRelease
   bool enableKernels = false;
   bool enableExternalCorrelation = false;
   bool enableApiRecords = false;

@@ -139,7 +139,7 @@ bool MsptiActivityProfilerSession::subscribe() {
 
 void MsptiActivityProfilerSession::releaseSubscriber() {
   subscribed_ = false;
-  if (deps_.release) {
+  if (deps_.release && !deps_.config.unsubscribeAtStop) {
     deps_.release->begin(fns_, subscriber_);
     return;
   }

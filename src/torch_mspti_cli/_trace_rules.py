@@ -150,14 +150,21 @@ class Lane:
             self.pmax.append(m)
 
     def innermost(self, ts: float, tol: float) -> int | None:
-        """Event index of the latest-starting slice that encloses ``ts``, or None."""
+        """Event index of the slice that encloses ``ts``, or None: among the enclosing slices that
+        start within ``tol`` of ``ts``, the one starting nearest to it (an arrow's finish sits at
+        its row's start, and a row the lane repair shortened to 1 ns is followed by one starting
+        1 ns later, inside the tolerance); else the latest-starting one."""
         j = bisect_right(self.starts, ts + tol) - 1
+        best = None
         # Walk back only while some earlier slice still reaches ts (pmax is monotone).
         while j >= 0 and self.pmax[j] >= ts - tol:
             if self.ends[j] >= ts - tol:
-                return self.idx[j]
+                if self.starts[j] < ts - tol:
+                    return self.idx[j if best is None else best]
+                if best is None or abs(self.starts[j] - ts) < abs(self.starts[best] - ts):
+                    best = j
             j -= 1
-        return None
+        return None if best is None else self.idx[best]
 
     def covers(self, start: float, end: float, tol: float) -> bool:
         """True when one slice spans [start, end]."""
