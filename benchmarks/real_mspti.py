@@ -19,7 +19,8 @@ each arm in a fresh process (one MSPTI subscriber per process), arms rotated wit
              exit_reason and pulled_by; plugin.release when stop() returned and, from an atexit
              hook that runs after the package's, once the background msptiUnsubscribe is done
              (last_unsubscribe_ms); and how long the process took to exit after it reported
-             (exit_wait_ms: the exit waits for that release).
+             (exit_wait_ms: the exit waits for that release; release_done_ms: from the report to
+             the end of the package's wait at exit).
   seed       bench_realmspti drain ... seed: Subscribe, RegisterCallbacks, Enable KERNEL,
              EXTERNAL_CORRELATION, RUNTIME_API, COMMUNICATION; the launches inside CUSTOM0
              push/pop; stop = FlushAll, Disable each kind, Unsubscribe, FlushAll; the stop time,
@@ -180,6 +181,8 @@ def run_plugin(n: int, delay_ms: int, root: str, fixture: Path) -> dict[str, Any
     r = stop_line
     r["exit_wait_ms"] = (exited - stop_seen) * 1e3  # from its report to its exit (the release)
     r["release_at_exit"] = exit_line.get("release")
+    if "t" in exit_line:  # the child's atexit hook, after the package's wait for the release
+        r["release_done_ms"] = (exit_line["t"] - r["t"]) * 1e3
     r["release_error"] = exit_line.get("error")
     return r
 
@@ -215,6 +218,7 @@ def plugin_summary(n: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "release_errors": sorted({x.get("last_error") for x in rel if x.get("last_error")}),
         "skipped_at_exit": sum(int(x.get("skipped_at_exit") or 0) for x in rel),
         "exit_wait_ms": summarize([r["exit_wait_ms"] for r in runs]),
+        "release_done_ms": summarize([r["release_done_ms"] for r in runs if "release_done_ms" in r]),
         "exit_s": summarize([r["exit_s"] for r in runs]),
         "errors": sorted({e for r in runs for e in (r.get("errors") or [])}),
     }
