@@ -41,7 +41,6 @@ import argparse
 import atexit
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -51,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import BENCH_DIR, REPO, CompletenessError, emit, machine, summarize
+from _common import BENCH_DIR, REPO, emit, machine, summarize
 
 C_SOURCE = BENCH_DIR / "cpp" / "bench_realmspti.c"
 MSPTI_INCLUDE = REPO / "third_party" / "mspti" / "include"
@@ -100,11 +99,11 @@ def child_plugin(n: int, root: str, fixture: str) -> None:
     os.environ["ASCEND_HOME_PATH"] = root
     os.environ["TORCH_MSPTI_LIBRARY"] = root + "/lib64/libmspti.so"
     sys.path.insert(0, fixture)
-    from fakecann import FakeCann
-
     import torch
-    import torch_mspti
+    from fakecann import FakeCann
     from torch.profiler import ProfilerActivity, profile, record_function
+
+    import torch_mspti
 
     torch.utils.rename_privateuse1_backend("npu")  # torch.profiler drops PrivateUse1 while unnamed
     cann = FakeCann(root)
@@ -189,7 +188,11 @@ def run_plugin(n: int, delay_ms: int, root: str, fixture: Path) -> dict[str, Any
 
 def run_seed(exe: Path, mode: str, n: int, delay_ms: int, root: str) -> dict[str, Any]:
     res = subprocess.run(
-        [str(exe), "drain", root, str(n), mode], env=child_env(root, delay_ms), capture_output=True, text=True, timeout=300
+        [str(exe), "drain", root, str(n), mode],
+        env=child_env(root, delay_ms),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
     if res.returncode != 0 or not lines:
@@ -287,8 +290,13 @@ def run_launch(a: argparse.Namespace, root: str, exe: Path) -> dict[str, Any]:
             arm["wait_ms"] = summarize(v["wait_ms"])
             complete = complete and all(k == a.launches for k in v["kernels"])
         arms[name] = arm
-    return {"launches": a.launches, "repeats": a.launch_repeats, "arms": arms, "complete": complete,
-            "unsubscribe_ms": summarize(d["unsubscribe_ms"])}
+    return {
+        "launches": a.launches,
+        "repeats": a.launch_repeats,
+        "arms": arms,
+        "complete": complete,
+        "unsubscribe_ms": summarize(d["unsubscribe_ms"]),
+    }
 
 
 def problems(drain: dict[str, Any]) -> list[str]:
@@ -304,14 +312,20 @@ def problems(drain: dict[str, Any]) -> list[str]:
         if not p["all_verified"]:
             out.append(f"plugin: links not all verified at N={n}, delay {d} ms: {p['verified']}")
         if n >= 1000 and p["stop_ms"]["median"] > STOP_TARGET_MS:
-            out.append(f"plugin stop() median {p['stop_ms']['median']:.1f} ms > {STOP_TARGET_MS:.0f} ms at N={n}, delay {d} ms")
+            out.append(
+                f"plugin stop() median {p['stop_ms']['median']:.1f} ms > {STOP_TARGET_MS:.0f} ms at N={n}, delay {d} ms"
+            )
     return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--realmspti", help="the realmspti fixture (default: $TORCH_MSPTI_REALMSPTI_DIR or <repo>/../shared/realmspti)")
-    ap.add_argument("--cann-root", help="a CANN root made by make_root.sh (default: one laid out in a temporary directory)")
+    ap.add_argument(
+        "--realmspti", help="the realmspti fixture (default: $TORCH_MSPTI_REALMSPTI_DIR or <repo>/../shared/realmspti)"
+    )
+    ap.add_argument(
+        "--cann-root", help="a CANN root made by make_root.sh (default: one laid out in a temporary directory)"
+    )
     ap.add_argument("--sizes", default="50,1000", help="launches per profiled window (comma-separated)")
     ap.add_argument("--delays", default="0,200", help="FAKECANN_DEVICE_DELAY_MS values (comma-separated)")
     ap.add_argument("--runs", type=int, default=20, help="runs per size and delay (each arm a fresh process)")
@@ -332,8 +346,15 @@ def main() -> int:
     a.delays = [int(x) for x in a.delays.split(",") if x]
     a.arms = [x for x in a.arms.split(",") if x]
     parts = set(a.parts.split(","))
-    params = {"sizes": a.sizes, "delays_ms": a.delays, "runs": a.runs, "arms": a.arms, "launches": a.launches,
-              "launch_repeats": a.launch_repeats, "parts": sorted(parts)}
+    params = {
+        "sizes": a.sizes,
+        "delays_ms": a.delays,
+        "runs": a.runs,
+        "arms": a.arms,
+        "launches": a.launches,
+        "launch_repeats": a.launch_repeats,
+        "parts": sorted(parts),
+    }
     result: dict[str, Any] = {"ok": True, "params": params, "machine": machine(), "realmspti": str(fixture)}
     if not (fixture / "make_root.sh").is_file() or not (fixture / "fakecann.py").is_file():
         result["skipped"] = f"the realmspti fixture is absent ({fixture}); set --realmspti or TORCH_MSPTI_REALMSPTI_DIR"
@@ -359,7 +380,11 @@ def main() -> int:
     for p in result["problems"]:
         log("PROBLEM: " + p)
     if not complete:
-        log("incomplete: " + "; ".join(result["problems"]) if result["problems"] else "incomplete: a B1c arm lost kernels")
+        log(
+            "incomplete: " + "; ".join(result["problems"])
+            if result["problems"]
+            else "incomplete: a B1c arm lost kernels"
+        )
         return 1
     return 0
 

@@ -41,7 +41,7 @@ FULL = {
     "trace_processing": ["--n", "100000", "--reps", "3"],
     "cli_startup": ["--reps", "15", "--ops", "1000"],
     "end_to_end": ["--n", "1000000", "--ranks", "8", "--rank-n", "100000", "--reps", "1"],
-    "real_mspti": ["--sizes", "50,1000", "--delays", "0,200", "--runs", "20", "--launches", "20000", "--launch-repeats", "7"],
+    "real_mspti": ["--sizes=50,1000", "--delays=0,200", "--runs=20", "--launches=20000", "--launch-repeats=7"],
 }
 SMOKE = {
     "pushpop": ["--iters=50000", "--reps=3", "--launches=2000"],
@@ -52,7 +52,14 @@ SMOKE = {
     "trace_processing": ["--n", "500", "--reps", "1"],
     "cli_startup": ["--reps", "2", "--ops", "100"],
     "end_to_end": ["--n", "2000", "--ranks", "2", "--rank-n", "500", "--reps", "1"],
-    "real_mspti": ["--sizes", "20", "--delays", "0,200", "--runs", "2", "--arms", "plugin,seed", "--launches", "500", "--launch-repeats", "2"],
+    "real_mspti": [
+        "--sizes=20",
+        "--delays=0,200",
+        "--runs=2",
+        "--arms=plugin,seed",
+        "--launches=500",
+        "--launch-repeats=2",
+    ],
 }
 
 

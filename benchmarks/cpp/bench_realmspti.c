@@ -162,13 +162,13 @@ static void subscribe(msptiSubscriberHandle* sub) {
 }
 
 static void print_counts(void) {
-  printf("\"records\": {\"KERNEL\": %llu, \"EXTERNAL_CORRELATION\": %llu, \"RUNTIME_API\": %llu, \"all\": %llu}, "
-         "\"buffers\": %llu, \"bad_records\": %llu",
-         (unsigned long long)atomic_load(&gByKind[MSPTI_ACTIVITY_KIND_KERNEL]),
-         (unsigned long long)atomic_load(&gByKind[MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION]),
-         (unsigned long long)atomic_load(&gByKind[MSPTI_ACTIVITY_KIND_RUNTIME_API]),
-         (unsigned long long)records(), (unsigned long long)atomic_load(&gBuffers),
-         (unsigned long long)atomic_load(&gBadRecords));
+  printf(
+      "\"records\": {\"KERNEL\": %llu, \"EXTERNAL_CORRELATION\": %llu, \"RUNTIME_API\": %llu, \"all\": %llu}, "
+      "\"buffers\": %llu, \"bad_records\": %llu",
+      (unsigned long long)atomic_load(&gByKind[MSPTI_ACTIVITY_KIND_KERNEL]),
+      (unsigned long long)atomic_load(&gByKind[MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION]),
+      (unsigned long long)atomic_load(&gByKind[MSPTI_ACTIVITY_KIND_RUNTIME_API]), (unsigned long long)records(),
+      (unsigned long long)atomic_load(&gBuffers), (unsigned long long)atomic_load(&gBadRecords));
 }
 
 /* ------------------------------------------------------------------ drain */
@@ -214,10 +214,11 @@ static int run_drain(const char* root, long n, const char* mode, int comm) {
   pFlushAll(1);
   if (poll) sleep_ms(25);
   const int64_t t1 = now_ns(CLOCK_MONOTONIC);
-  printf("{\"ok\": true, \"mode\": \"%s\", \"n\": %ld, \"communication\": %d, \"stop_ms\": %.3f, "
-         "\"poll_ms\": %.3f, \"disable_ms\": %.3f, \"unsubscribe_ms\": %.3f, \"unsubscribe_result\": %d, "
-         "\"polls\": %d, ",
-         mode, n, comm, (t1 - t0) / 1e6, (td - t0) / 1e6, (tu0 - td) / 1e6, (tu1 - tu0) / 1e6, (int)ru, polls);
+  printf(
+      "{\"ok\": true, \"mode\": \"%s\", \"n\": %ld, \"communication\": %d, \"stop_ms\": %.3f, "
+      "\"poll_ms\": %.3f, \"disable_ms\": %.3f, \"unsubscribe_ms\": %.3f, \"unsubscribe_result\": %d, "
+      "\"polls\": %d, ",
+      mode, n, comm, (t1 - t0) / 1e6, (td - t0) / 1e6, (tu0 - td) / 1e6, (tu1 - tu0) / 1e6, (int)ru, polls);
   print_counts();
   printf("}\n");
   fflush(stdout);
