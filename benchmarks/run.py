@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """torch-mspti benchmark runner: one command for every figure of benchmarks/README.md.
 
-    python benchmarks/run.py [--smoke] [--json out.json] [--build-dir DIR] [--only B1a,B2,...,B5]
+    python benchmarks/run.py [--smoke] [--json out.json] [--build-dir DIR] [--only B1a,B2,...,B5,B2real]
 
 Builds the C++ benchmarks (benchmarks/cpp, CMake option TORCH_MSPTI_BENCHMARKS) into
 --build-dir (default build/bench; configured there when needed, otherwise brought up to date),
@@ -41,6 +41,7 @@ FULL = {
     "trace_processing": ["--n", "100000", "--reps", "3"],
     "cli_startup": ["--reps", "15", "--ops", "1000"],
     "end_to_end": ["--n", "1000000", "--ranks", "8", "--rank-n", "100000", "--reps", "1"],
+    "real_mspti": ["--sizes=50,1000", "--delays=0,200", "--runs=20", "--launches=20000", "--launch-repeats=7"],
 }
 SMOKE = {
     "pushpop": ["--iters=50000", "--reps=3", "--launches=2000"],
@@ -51,6 +52,14 @@ SMOKE = {
     "trace_processing": ["--n", "500", "--reps", "1"],
     "cli_startup": ["--reps", "2", "--ops", "100"],
     "end_to_end": ["--n", "2000", "--ranks", "2", "--rank-n", "500", "--reps", "1"],
+    "real_mspti": [
+        "--sizes=20",
+        "--delays=0,200",
+        "--runs=2",
+        "--arms=plugin,seed",
+        "--launches=500",
+        "--launch-repeats=2",
+    ],
 }
 
 
@@ -534,6 +543,72 @@ def fig_end_to_end(d: dict[str, Any], f: Figures) -> None:
         )
 
 
+def fig_real_mspti(d: dict[str, Any], f: Figures) -> None:
+    """B2real and B1c-real (real_mspti.py): the real libmspti.so over the fixture's fake CANN layer."""
+    if d.get("skipped"):
+        f.add("B2real", "skipped", None, "", "report", None, d["skipped"])
+        return
+    launch = d.get("launch")
+    if launch:
+        arms = launch["arms"]
+        for name, arm in arms.items():
+            added = "" if name == "no_subscriber" else f"+{arm['added_cpu_ns']['median']:.0f} ns over no subscriber; "
+            f.add(
+                "B1c-real",
+                f"MSPTI(real) per launch, thread CPU: {name}",
+                arm["cpu_ns"],
+                "ns/launch",
+                "report",
+                None,
+                f"{added}wall {arm['wall_ns']['median']:.0f} ns; keeps {arm['keeps']}",
+            )
+    for cfg in (d.get("drain") or {}).values():
+        n, delay = cfg["n"], cfg["delay_ms"]
+        p = cfg.get("plugin")
+        if p:
+            big = n >= 1000
+            f.add(
+                "B2real",
+                f"stop(), plugin, {n:,} launches, device delay {delay} ms",
+                p["stop_ms"],
+                "ms",
+                "<= 50" if big else "report",
+                le(p["stop_ms"], 50) if big else None,
+                f"lost {sum(p['lost'])} over {len(p['lost'])} runs; links verified == N in every run: "
+                f"{p['all_verified']}; exit {p['exit_reasons']}; pulled_by {p['pulled_by']}",
+            )
+        for arm in ("seed", "seed_poll"):
+            s = cfg.get(arm)
+            if not s:
+                continue
+            ratio = f"plugin / {arm} {p['stop_ms']['median'] / s['stop_ms']['median']:.3f}; " if p else ""
+            f.add(
+                "B2real",
+                f"  stop(), {arm}, {n:,} launches, device delay {delay} ms",
+                s["stop_ms"],
+                "ms",
+                "report",
+                None,
+                f"{ratio}lost {sum(s['lost'])} over {len(s['lost'])} runs (max {max(s['lost'])}); "
+                f"msptiUnsubscribe alone {s['unsubscribe_ms']['median']:.0f} ms",
+            )
+    plugin_runs = [c["plugin"] for c in (d.get("drain") or {}).values() if c.get("plugin")]
+    if plugin_runs:
+        unsub = summarize([x for p in plugin_runs for x in p["unsubscribe_ms"]["samples"]])
+        wait = summarize([x for p in plugin_runs for x in p["exit_wait_ms"]["samples"]])
+        done = summarize([x for p in plugin_runs for x in p["release_done_ms"]["samples"]])
+        f.add(
+            "B2real",
+            "plugin's msptiUnsubscribe, off stop() (release.last_unsubscribe_ms), all runs",
+            unsub,
+            "ms",
+            "report",
+            None,
+            f"a child's exit waits for it: the package's exit hook returns {done['median']:.0f} ms after stop() "
+            f"(median), the process is gone {wait['median']:.0f} ms after",
+        )
+
+
 BENCHES: list[tuple[str, str, str, Callable[[dict[str, Any], Figures], None]]] = [
     ("B1a", "cpp", "pushpop", fig_pushpop),
     ("B1b", "py", "overhead", fig_overhead),
@@ -543,6 +618,7 @@ BENCHES: list[tuple[str, str, str, Callable[[dict[str, Any], Figures], None]]] =
     ("B4", "cpp", "walk", fig_walk),
     ("Bcli", "py", "cli_startup", fig_cli),
     ("B5", "py", "end_to_end", fig_end_to_end),
+    ("B2real", "py", "real_mspti", fig_real_mspti),
 ]
 
 
@@ -637,7 +713,7 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (CI): checks completeness, not speed")
     ap.add_argument("--json", help="write the full report here")
     ap.add_argument("--build-dir", default=str(REPO / "build" / "bench"))
-    ap.add_argument("--only", help="comma-separated subset of B1a,B1b,B2,B3,B3py,B4,Bcli,B5")
+    ap.add_argument("--only", help="comma-separated subset of B1a,B1b,B2,B3,B3py,B4,Bcli,B5,B2real")
     ap.add_argument("--strict", action="store_true", help="also fail (exit 2) when a target is missed")
     a = ap.parse_args()
 
