@@ -30,6 +30,7 @@ OTHER_VARIABLES = frozenset(
         "TORCH_MSPTI_NPU_SIM_LIBRARY",  # development override of the simulated device (_paths.py)
         "TORCH_MSPTI_SIM_CANN_ROOT",  # the simulated NPU over the real MSPTI (torch_mspti.sim.enable)
         "TORCH_MSPTI_REALMSPTI_DIR",  # the test suite's real-MSPTI fixture (tests/test_real_mspti.py)
+        "TORCH_MSPTI_REQUIRE_REALMSPTI",  # 1: that fixture missing fails the tier instead of skipping (CI)
         "TORCH_MSPTI_PRELOAD_RESTARTED",  # set by `torch-mspti demo --memcpy` when it restarts itself
         "TORCH_MSPTI_TEST_DEVICES",  # the test suite's hardware tier (tests/conftest.py)
         "TORCH_MSPTI_TEST_DDP_DEVICES",
