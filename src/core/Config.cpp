@@ -69,8 +69,8 @@ const Setting kSettings[] = {
      &ConfigSnapshot::maxSessionRecords, nullptr, 1, int64_t{1} << 31},
     {"drain_order", nullptr, Type::kChoice, "", "auto",
      "disable_first (MSPTI 26.1 pulls device data on Disable: pulled by a kind no pending launch needs) or "
-     "poll_first; auto picks by library generation", nullptr,
-     nullptr, 0, 0, 1, kDrainOrders, choiceField<&ConfigSnapshot::drainOrder>()},
+     "poll_first; auto picks by library generation",
+     nullptr, nullptr, 0, 0, 1, kDrainOrders, choiceField<&ConfigSnapshot::drainOrder>()},
     {"profiler", nullptr, Type::kChoice, "", "auto",
      "which PrivateUse1 profiler serves the NPU lane: auto and mspti = torch-mspti (also when torch_npu's "
      "built-in MSPTI backend is loaded), off = not torch-mspti; read when torch_mspti is imported",

@@ -171,7 +171,8 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
       break;
     }
     // After a pull the reader parses at once: look again soon.
-    const Clock::duration pause = pulledNow ? std::min<Clock::duration>(interval, std::chrono::milliseconds(1)) : interval;
+    const Clock::duration pause =
+        pulledNow ? std::min<Clock::duration>(interval, std::chrono::milliseconds(1)) : interval;
     std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - Clock::now()));
   }
   // Every launch has its rows (or the drain gave up on them): the rest of the kinds go off, the

@@ -39,7 +39,8 @@ void SubscriptionRelease::run(const MsptiFunctions* fns, msptiSubscriberHandle h
   else {
     stats_.lastUnsubscribeMs = ms;
     stats_.lastResult = result;
-    stats_.lastError = result == MSPTI_SUCCESS ? "" : describeCall("msptiUnsubscribe", "subscriber", static_cast<msptiResult>(result));
+    stats_.lastError =
+        result == MSPTI_SUCCESS ? "" : describeCall("msptiUnsubscribe", "subscriber", static_cast<msptiResult>(result));
     pendingError_ = stats_.lastError;
   }
   stats_.inFlight = false;

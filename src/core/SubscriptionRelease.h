@@ -38,12 +38,12 @@ namespace torch_mspti {
 class SubscriptionRelease {
  public:
   struct Stats {
-    uint64_t releases = 0;        // releases begun in this process
+    uint64_t releases = 0;         // releases begun in this process
     double lastUnsubscribeMs = 0;  // wall time of the latest msptiUnsubscribe, ms (0: none yet)
-    int lastResult = 0;           // its msptiResult
-    std::string lastError;        // the failed call, described ("" when it succeeded)
-    bool inFlight = false;        // a release is running now
-    uint64_t skippedAtExit = 0;   // releases not made because the process was exiting
+    int lastResult = 0;            // its msptiResult
+    std::string lastError;         // the failed call, described ("" when it succeeded)
+    bool inFlight = false;         // a release is running now
+    uint64_t skippedAtExit = 0;    // releases not made because the process was exiting
   };
 
   SubscriptionRelease() = default;

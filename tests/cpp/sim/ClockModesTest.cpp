@@ -46,7 +46,7 @@ TEST_F(ClockModesTest, DeviceClockOffsetShiftsDeviceRecordsButNotTheTimeline) {
   ASSERT_EQ(api_.setOption("device_clock_offset_ns", 10'000'000'000), 0);  // 10 s ahead
   ASSERT_EQ(api_.setOption("delivery_delay_ns", 10'000'000'000), 0);       // only the pull delivers
   ASSERT_EQ(api_.setOption("disable_pulls", 1), 0);
-  ASSERT_EQ(api_.setOption("copies_at_call_end", 0), 0);  // the copy as a device record
+  ASSERT_EQ(api_.setOption("copies_at_call_end", 0), 0);   // the copy as a device record
   ASSERT_EQ(api_.setOption("parse_after_pull_ns", 0), 0);  // the pull parsed before the switch clears
   setPreload(true);
   subscribe();
