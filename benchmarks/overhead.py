@@ -70,6 +70,7 @@ def main() -> None:
     consumer = ctypes.CDLL(a.consumer)
     consumer.bench_consumer_load.argtypes = [ctypes.c_char_p]
     consumer.bench_consumer_stop.restype = ctypes.c_int64
+    consumer.bench_consumer_stop.argtypes = [ctypes.c_int64]
     if consumer.bench_consumer_load(sim.simulator_library().encode()) != 0:
         raise SystemExit("bench_consumer: cannot resolve MSPTI from the simulator")
 
@@ -107,7 +108,7 @@ def main() -> None:
             raise SystemExit(f"bench_consumer_start failed: {rc}")
         with profile(activities=[ProfilerActivity.CPU]):
             t = loop()
-        got = consumer.bench_consumer_stop()
+        got = consumer.bench_consumer_stop(a.ops)
         launched = sim.device_counters()["kernels"] - k0
         if got != launched or launched != a.ops:
             raise CompletenessError(f"cpu_only arm: {launched} kernels launched, consumer received {got}")
@@ -125,7 +126,7 @@ def main() -> None:
             warnings.simplefilter("ignore")
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]):
                 t = loop()
-        got = consumer.bench_consumer_stop()
+        got = consumer.bench_consumer_stop(a.ops)
         launched = sim.device_counters()["kernels"] - k0
         if got != launched or launched != a.ops:
             raise CompletenessError(f"pu1_idle arm: {launched} kernels launched, consumer received {got}")

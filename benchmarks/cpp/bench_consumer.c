@@ -5,13 +5,15 @@
  * work it does whenever kernel collection is on (mint ids, write kernel records, call buffer
  * callbacks), so that the ratio of the two arms isolates what the plugin adds. This consumer is
  * the minimum that makes MSPTI record: Subscribe -> RegisterCallbacks -> Enable(KERNEL), buffers
- * from malloc, completions that count KERNEL records; stop = Disable, Unsubscribe, FlushAll.
+ * from malloc, completions that count KERNEL records; stop = FlushAll until the kernels came, then
+ * Disable, Unsubscribe, FlushAll.
  * The callbacks are plain C: no Python, no GIL on MSPTI's threads. */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mspti/mspti.h>
 
@@ -101,9 +103,16 @@ int bench_consumer_start(void) {
   return 0;
 }
 
-/* Disable(KERNEL) (pulls device data), Unsubscribe, FlushAll. Returns the KERNEL records received
- * since start, or -1 when a buffer could not be walked to its end. */
-int64_t bench_consumer_stop(void) {
+/* FlushAll until `expected` KERNEL records came (at most 2 s), then Disable(KERNEL), Unsubscribe,
+ * FlushAll: MSPTI drops what its reader parses after the Disable (docs/mspti.md 2.3), so the records
+ * are taken first. Returns the KERNEL records received since start, or -1 when a buffer could not be
+ * walked to its end. */
+int64_t bench_consumer_stop(int64_t expected) {
+  for (int i = 0; i < 2000 && (int64_t)atomic_load(&gKernels) < expected; ++i) {
+    pFlushAll(1);
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
   pDisable(MSPTI_ACTIVITY_KIND_KERNEL);
   pUnsubscribe(gSubscriber);
   pFlushAll(1);

@@ -120,6 +120,7 @@ ArmResult runPlugin(const bench::Sim& sim, int64_t n) {
   const int64_t t1 = bench::nowNs();
   bench::CollectingLogger logger;
   s->processTrace(logger);
+  bench::context().release.waitIdle();  // the next arm subscribes: the session's Unsubscribe must be done
   ArmResult r;
   r.stopMs = static_cast<double>(t1 - t0) / kMs;
   r.lost = n - static_cast<int64_t>(logger.kernels);
@@ -167,9 +168,11 @@ ArmResult runBaseline(const bench::Sim& sim, int64_t n) {
   return r;
 }
 
-// The floor of any complete drain for this library: the Disables in the session's order (the first
-// pulls what has ended, 26.1), one FlushAll, Unsubscribe, one more FlushAll; nothing else. Same pool and store as the
-// plugin. Its time is what the simulator itself takes to hand over the tail.
+// The floor of any complete drain for this library: COMMUNICATION's Disable pulls what has ended
+// (26.1; without COMMUNICATION nothing can pull without losing kernels), FlushAll every 1 ms until
+// every kernel record came (the reader parses after the Disable, docs/mspti.md 2.3), then the other
+// Disables in the session's order, FlushAll, Unsubscribe, one more FlushAll; nothing else. Same pool
+// and store as the plugin. Its time is what the simulator itself takes to hand over the tail.
 ArmResult runFloor(const bench::Sim& sim, int64_t n) {
   const std::vector<msptiActivityKind>& kinds = gPluginKinds;
   Consumer c = Consumer::start("floor", kinds);
@@ -182,7 +185,15 @@ ArmResult runFloor(const bench::Sim& sim, int64_t n) {
         f.popExternalCorrelationId(MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
       });
   const int64_t t0 = bench::nowNs();
-  for (auto k : kinds) api.disable(k);
+  const bool pull = kinds.front() == MSPTI_ACTIVITY_KIND_COMMUNICATION;
+  if (pull) api.disable(MSPTI_ACTIVITY_KIND_COMMUNICATION);
+  const int64_t deadline = t0 + 2000 * kMs;
+  while (static_cast<int64_t>(c.store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL)) < n && bench::nowNs() < deadline) {
+    f.flushAll(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (auto k : kinds)
+    if (!pull || k != MSPTI_ACTIVITY_KIND_COMMUNICATION) api.disable(k);
   f.flushAll(1);
   api.unsubscribe(c.sub);
   f.flushAll(1);

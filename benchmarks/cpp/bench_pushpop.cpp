@@ -39,6 +39,7 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "ActivityKinds.h"
 #include "BenchCommon.h"
@@ -130,7 +131,13 @@ double launchCost(const bench::Sim& sim, const std::vector<msptiActivityKind>& k
   }
   const int64_t t1 = bench::nowNs();
   sim.synchronize(-1);
-  for (auto k : kinds) api.disable(k);  // pulls what has ended
+  // Every kernel record first: a Disable drops what MSPTI's reader parses after it (docs/mspti.md 2.3).
+  const int64_t deadline = bench::nowNs() + 2'000'000'000;
+  while (static_cast<int64_t>(store->recordsByKind()[MSPTI_ACTIVITY_KIND_KERNEL]) < n && bench::nowNs() < deadline) {
+    f.flushAll(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (auto k : kinds) api.disable(k);
   f.flushAll(1);
   api.unsubscribe(sub);
   f.flushAll(1);
