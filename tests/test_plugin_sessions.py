@@ -84,3 +84,41 @@ def test_named_privateuse1_backend_is_reported_in_diagnostics(tmp_path):
     plugin = run.diagnostics["plugin"]
     assert plugin["backend_named"] is True, plugin
     assert plugin["privateuse1_backend"] == "npu"
+
+
+RELEASE = """
+import ctypes
+import torch_mspti
+from torch.profiler import ProfilerActivity, profile
+
+def check_release():
+    # MSPTI's Unsubscribe waits out its channel poller's poll (the simulator's unsubscribe_poll_ns,
+    # 300 ms here; about 1 s on the real library over its fake driver, docs/mspti.md 2.2)
+    sim = ctypes.CDLL(torch_mspti.sim.settings()["simulator_library"])
+    assert sim.msptiSimSetOption(b"unsubscribe_poll_ns", ctypes.c_int64(300_000_000)) == 0
+    out = []
+    for i in range(2):
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+            for n in range(20):
+                torch.ops.npu_sim.launch_kernel(f"K{i}_{n}", 0, 1000)
+            torch.npu.synchronize()
+        d = torch_mspti.diagnostics(load_library=False).to_dict()
+        device = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1]
+        out.append({"release": d["plugin"]["release"], "session": d["last_session"],
+                    "kernels": sorted(n for n in device if n.startswith(f"K{i}_"))})
+    return out
+"""
+
+
+def test_stop_leaves_msptis_slow_unsubscribe_to_the_release_and_the_next_profile_waits_for_it():
+    from sim_support import require_simulator, result, run_checks
+
+    require_simulator()
+    first, second = result(run_checks(RELEASE, {"launch_mode": "direct"}), "release")
+    # stop() returned while the Unsubscribe still ran on the release thread ...
+    assert first["release"]["in_flight"] is True, first["release"]
+    # ... and the next profile's configure waited for it, then collected everything
+    assert second["session"]["timings"]["release_wait_ms"] > 0, second["session"]["timings"]
+    for i, r in enumerate((first, second)):
+        assert r["kernels"] == sorted(f"K{i}_{n}" for n in range(20)), r["kernels"]
+        assert r["session"]["errors"] == [] and r["session"]["drain"]["pending_launches"] == 0, r["session"]

@@ -134,7 +134,9 @@ def check_launch_timing():
     return {"right_after": right_after, "drained": drained}
 
 def check_idempotent_enable():
-    s = {k: v for k, v in sim.settings().items() if not k.endswith("_library")}
+    import inspect
+    # what enable() applied, as its arguments (settings() adds the libraries and the MSPTI in use)
+    s = {k: v for k, v in sim.settings().items() if k in inspect.signature(sim.enable).parameters}
     sim.enable(**s)
     try:
         sim.enable(device_count=s["device_count"] + 1, launch_mode=s["launch_mode"])

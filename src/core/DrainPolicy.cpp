@@ -67,7 +67,6 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
     if (r != MSPTI_SUCCESS) errors.push_back(describeCall("msptiActivityDisable", kindName(kind), r));
     stillOn.erase(std::find(stillOn.begin(), stillOn.end(), kind));
   };
-  // The launch classes that still hold the drain, given what the records so far prove.
   const int64_t drainStart = realtimeNs();
   int64_t delayBound = 0;  // upper bound of MSPTI's delivery delay seen in this drain, ns
   in.store->takeEarliestNewEnd();
@@ -79,6 +78,7 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
     if (earliest != INT64_MAX) delayBound = std::max(delayBound, realtimeNs() - earliest);
   };
   auto allDue = [&] { return in.devicesSynchronized && delayBound > 0 && realtimeNs() >= drainStart + delayBound; };
+  // The launch classes that still hold the drain, given what the records so far prove.
   auto holding = [&](int quietFlushes) {
     uint32_t hold = in.waitFor;
     if (in.kernelsNeedPreload && in.store->recordsOfKind(MSPTI_ACTIVITY_KIND_KERNEL) == 0 &&

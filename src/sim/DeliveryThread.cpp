@@ -43,6 +43,7 @@ size_t DeliveryThread::pullEnded(uint64_t nowNs, uint32_t kindMask, uint64_t par
     for (PendingRecord& record : rest) {
       queue_.push(record);
     }
+    if (!ended.empty()) lastHandOver_.store(nowNs, std::memory_order_relaxed);
     if (parseAtNs != 0) {
       // In the reader's hands: parsed at parseAtNs, in their order, and never pulled again.
       for (PendingRecord& record : ended) {
@@ -103,6 +104,7 @@ void DeliveryThread::run() {
     }
     writing_ = true;
     inHand_.fetch_add(batch.size());
+    lastHandOver_.store(now, std::memory_order_relaxed);
     lock.unlock();
     for (const PendingRecord& record : batch) {
       sink_(record);

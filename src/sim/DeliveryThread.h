@@ -57,6 +57,9 @@ class DeliveryThread {
   size_t discardAll();
   // Scheduled records not written or dropped yet (including a batch being written).
   size_t pending() const;
+  // CLOCK_REALTIME ns of the latest hand-over of records to the parser (the driver channel's poll
+  // returned with data then); 0 before the first.
+  uint64_t lastHandOverNs() const { return lastHandOver_.load(std::memory_order_relaxed); }
 
  private:
   struct LaterFirst {
@@ -76,6 +79,7 @@ class DeliveryThread {
   bool writing_ = false;  // the reader is handing a batch to the sink, outside mutex_
   // Records taken out of queue_ but not yet through the sink: still "pending" for the stats.
   std::atomic<size_t> inHand_{0};
+  std::atomic<uint64_t> lastHandOver_{0};
 };
 
 }  // namespace torch_mspti::sim

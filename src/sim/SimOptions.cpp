@@ -50,6 +50,7 @@ const std::array<OptionSpec, static_cast<size_t>(Option::kCount)>& SimOptions::s
       {"kernels_need_preload", kKernelsNeedPreloadByDefault ? 1 : 0, 0, 1},
       {"destroy_at_exit", 0, 0, 1},
       {"api_records_per_launch", 0, 0, 64},
+      {"unsubscribe_poll_ns", 0, 0, kMaxDurationNs},
       {"throw_in", 0, 0, 0xff},
       {"reorder_external", 0, 0, 2},
       {"duplicate_kernel_records", 0, 0, 1},

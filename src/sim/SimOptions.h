@@ -29,6 +29,7 @@ enum class Option : size_t {
   kKernelsNeedPreload,       // 1: KERNEL/COMMUNICATION records only with libmspti in LD_PRELOAD
   kDestroyAtExit,            // 1: MSPTI entry points abort once static destruction tore the library down
   kApiRecordsPerLaunch,      // extra runtime API records around each kernel launch
+  kUnsubscribePollNs,        // Unsubscribe joins a channel poller whose poll lasts this long (2.2)
   // Fault injection (not MSPTI behaviour; the faults a plugin must survive, mspti.md 6, 11):
   kThrowIn,                 // bitmask of entry points that throw a C++ exception (MSPTI_SIM_THROW_*)
   kReorderExternal,         // 1: external record right after its kernel's; 2: in a later buffer

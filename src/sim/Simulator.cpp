@@ -1,5 +1,6 @@
 #include "Simulator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -53,7 +54,9 @@ Simulator::Simulator()
       markers_(MarkerContext{counters_, switches_, timeline_, environment_, buffers_, names_}) {}
 
 msptiResult Simulator::subscribe(msptiSubscriberHandle* handle, msptiCallbackFunc callback, void* userdata) {
-  return subscriber_.subscribe(handle, callback, userdata);
+  const msptiResult r = subscriber_.subscribe(handle, callback, userdata);
+  if (r == MSPTI_SUCCESS) subscribedAtNs_.store(realtimeNs(), std::memory_order_relaxed);
+  return r;
 }
 
 msptiResult Simulator::unsubscribe(msptiSubscriberHandle handle) {
@@ -64,6 +67,15 @@ msptiResult Simulator::unsubscribe(msptiSubscriberHandle handle) {
     switches_.stopAllDeviceTasks();
     if (!options_.flag(Option::kDeliverAfterUnsubscribe)) {
       SimCounters::add(counters_.recordsDropped, delivery_.discardAll());
+    }
+    // unsubscribe_poll_ns (mspti.md 2.2): MSPTI then joins its channel poller, which sits in the
+    // driver's poll until that poll times out (a poll restarts whenever one returned data), all
+    // under the subscriber lock, so a Subscribe meanwhile waits.
+    const auto period = static_cast<uint64_t>(options_.get(Option::kUnsubscribePollNs));
+    if (period != 0) {
+      const uint64_t now = realtimeNs();
+      const uint64_t since = std::max(delivery_.lastHandOverNs(), subscribedAtNs_.load(std::memory_order_relaxed));
+      sleepForNs(period - (now > since ? (now - since) % period : 0));
     }
   });
 }

@@ -4,6 +4,7 @@
 // SimControl.cpp) reach it through instance(); the components get their dependencies passed in.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "ActivityBuffers.h"
@@ -67,6 +68,7 @@ class Simulator {
   NameTable names_;
   ActivitySwitches switches_;
   Subscriber subscriber_;
+  std::atomic<uint64_t> subscribedAtNs_{0};  // CLOCK_REALTIME ns of the latest Subscribe
   ExternalCorrelation externalCorrelation_;
   DeviceTimeline timeline_;
   DeviceClock deviceClock_{options_};  // t0 of the drift: when the library was loaded

@@ -200,6 +200,11 @@ void* msptiSimStreamHandle(uint32_t device, uint32_t stream);
 //                          KernelArgsFinalize; floor(N/2) after it, sharing the new id, named in
 //                          turn CacheLastTaskOpInfo, StreamSynchronize (RUNTIME-level API names of
 //                          the CANN runtime's profiling table, which also holds LaunchKernelV2) (0)
+//   "unsubscribe_poll_ns"  P > 0: Unsubscribe waits, holding the subscriber lock (a concurrent
+//                          Subscribe waits for it), until the channel poller's current poll would
+//                          time out: P - ((now - max(Subscribe, last hand-over of device records))
+//                          mod P), as MSPTI joins a poller sitting in the driver's poll (mspti.md
+//                          2.2; over a driver whose poll ignores stopped channels, 1 s) (0)
 //   The default of "disable_pulls" is 1 only in the 26.1 build (libmspti_sim.so); the older
 //   generations' builds (msptiSimGeneration) default to 0, as their Disable pulled nothing.
 // Fault injection (none of these is real MSPTI behaviour; each is a fault the plugin must survive):

@@ -2,6 +2,10 @@
 // the device tasks (mspti.md 2.2, 2.3, 5.3).
 #include "SimTestSupport.h"
 
+#include <chrono>
+#include <thread>
+#include <utility>
+
 namespace torch_mspti::sim::test {
 namespace {
 
@@ -182,6 +186,26 @@ TEST_F(DisableUnsubscribeTest, DisableFromAFlushAllCompletionCallbackAborts) {
         api_.flushAll(1);
       },
       "msptiActivityDisable called from a FlushAll completion callback");
+}
+
+// unsubscribe_poll_ns: Unsubscribe joins a channel poller that waits out its poll (mspti.md 2.2),
+// holding the subscriber lock: a Subscribe made meanwhile waits for it, then succeeds.
+TEST_F(DisableUnsubscribeTest, UnsubscribeWaitsOutThePollersPollAndASubscribeMeanwhileWaitsForIt) {
+  ASSERT_EQ(api_.setOption("unsubscribe_poll_ns", 300'000'000), 0);
+  subscribe();
+  const msptiSubscriberHandle handle = std::exchange(subscriber_, nullptr);  // released here, not by TearDown
+  uint64_t done = 0;
+  std::thread unsubscriber([&] {
+    ASSERT_EQ(api_.unsubscribe(handle), MSPTI_SUCCESS);
+    done = nowNs();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  msptiSubscriberHandle again = nullptr;
+  ASSERT_EQ(api_.subscribe(&again, nullptr, nullptr), MSPTI_SUCCESS);  // waited for the Unsubscribe
+  const uint64_t subscribed = nowNs();
+  unsubscriber.join();
+  EXPECT_GE(subscribed, done);
+  ASSERT_EQ(api_.unsubscribe(again), MSPTI_SUCCESS);
 }
 
 }  // namespace
