@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""End to end (B5, issue 23 item 1): one profiled step of N kernels, from the profiler's stop to a
+"""End to end (B5): one profiled step of N kernels, from the profiler's stop to a
 trace file on disk, by phase, against the same run without PrivateUse1.
 
     python benchmarks/end_to_end.py [--n 1000000] [--ranks 8 --rank-n 100000] [--reps 1]
