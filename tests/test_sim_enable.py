@@ -114,6 +114,7 @@ def test_enable_refuses_a_library_that_is_not_a_simulator(tmp_path):
     r = _child(_TRY_ENABLE, TORCH_MSPTI_LIBRARY=str(other))
     assert "not one of torch-mspti's simulated MSPTI libraries" in r["error"] and str(other) in r["error"]
     assert "TORCH_MSPTI_LIBRARY" in r["error"] and "simulator_library(" in r["error"]
+    assert "TORCH_MSPTI_SIM_CANN_ROOT" in r["error"]  # the way to a real libmspti in a fake CANN root
     assert r["backend"] == "privateuseone" and r["library_path"] == str(other)
 
 
