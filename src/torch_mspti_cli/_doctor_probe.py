@@ -91,7 +91,12 @@ def probe_verdict(r: dict[str, Any]) -> tuple[bool, str]:
         f"a profile on {where} put {plural(kernels, 'kernel')} in its trace, {ratio(stats.get('link_ratio'))} "
         f"linked to their ops; drain {drain.get('exit_reason', '?')} in {fmt(drain.get('ms'))} ms, nothing pending"
     )
-    if r.get("device") == "sim":
+    if r.get("device") == "sim" and (r.get("simulator") or {}).get("mspti") == "real":
+        line += (
+            "; no real NPU was used: the simulated NPU drove the real MSPTI of a fake CANN root "
+            f"({(r.get('simulator') or {}).get('cann_root')}), so this shows torch-mspti works with that MSPTI"
+        )
+    elif r.get("device") == "sim":
         line += "; no real NPU was used, so this shows torch-mspti works, not CANN's MSPTI"
     return True, line
 
@@ -102,7 +107,7 @@ def _render(out: Out, r: dict[str, Any]) -> None:
     lib, plugin = diag.get("library") or {}, diag.get("plugin") or {}
     sim = r.get("simulator") or {}
     if r.get("device") == "sim":
-        device = f"simulated NPU ({fmt(sim.get('device_count'))} devices, launch mode {fmt(sim.get('launch_mode'))})"
+        device = f"simulated NPU ({plural(sim.get('device_count') or 0, 'device')}, launch mode {fmt(sim.get('launch_mode'))})"
     else:
         device = {"real": "Ascend NPU (torch_npu)"}.get(r.get("device"), f"none ({r.get('requested_device')})")
     out.section("Probe session")

@@ -197,7 +197,10 @@ CANN_ROOT_FILES = (
     "lib64/libascendalog.so",
     "lib64/libascendcl.so",
 )
-_MAKE_ROOT = "bash make_root.sh DIR (the real-MSPTI test fixture's script; see tests/test_real_mspti.py)"
+_MAKE_ROOT = (
+    "bash make_root.sh DIR (the script of the realmspti fixture, Huawei's real libmspti.so over a fake CANN "
+    "driver; in this project's CI: bash ../shared/realmspti/make_root.sh DIR, README \"Huawei's real MSPTI without an NPU\")"
+)
 
 
 def _cann_root(cann_root: str | os.PathLike[str] | None) -> str | None:

@@ -278,7 +278,7 @@ def run(
         else:
             mspti = f"simulated MSPTI {simulator_generation_of(s.get('simulator_library') or '') or '?'}"
         print(
-            f"torch-mspti demo: SIMULATED NPU ({s.get('device_count')} devices, "
+            f"torch-mspti demo: SIMULATED NPU ({s.get('device_count')} device{'' if s.get('device_count') == 1 else 's'}, "
             f"launch mode {s.get('launch_mode')}, {mspti}); no Ascend hardware "
             "is used, kernel times are modelled from host compute time."
         )
