@@ -211,6 +211,7 @@ void bindDiagnostics(nb::module_& m) {
       .def_ro("synchronize_ms", &DrainStats::synchronizeMs)
       .def_ro("records_during_drain", &DrainStats::recordsDuringDrain)
       .def_ro("pending_launches", &DrainStats::pendingLaunches)
+      .def_ro("unanswered_after_stop", &DrainStats::unansweredAfterStop)
       .def_ro("late_records", &DrainStats::lateRecords);
 
   nb::class_<SessionReport>(m, "SessionReport", "One profiling session's report.")

@@ -160,8 +160,12 @@ def test_launches_after_stop_are_dropped_counted_warned_once_and_reported_by_che
     # record, below the session's first own id: it is counted as an earlier session's record.
     edge_launches = s["dropped"]["earlier_session"]
     assert edge_launches <= 2, s["dropped"]
-    accounted = in_trace + out_of_window + s["drain"]["pending_launches"] + edge_launches
-    assert accounted == len(minted), (in_trace, s)
+    # launches made after stop() began (the native thread goes on while the drain keeps KERNEL on for
+    # the window's launches): a row outside the window, or counted as unanswered after stop()
+    accounted = (
+        in_trace + out_of_window + s["drain"]["pending_launches"] + s["drain"]["unanswered_after_stop"] + edge_launches
+    )
+    assert accounted == len(minted), (in_trace, out_of_window, edge_launches, len(minted), s["drain"], s["dropped"])
     assert _names(v["trace"])["Mul"] == 2
     # the health report in the trace carries the count
     health = json.loads(Path(v["trace"]).read_text())["torch_mspti"]

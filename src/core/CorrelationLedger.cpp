@@ -95,11 +95,23 @@ int CorrelationLedger::bucket(const LaunchEntry& e) {
   return e.external ? static_cast<int>(LaunchClass::kNone) : -1;
 }
 
-void CorrelationLedger::recount(const LaunchEntry& before, const LaunchEntry& after) {
+void CorrelationLedger::recount(uint64_t id, const LaunchEntry& before, const LaunchEntry& after) {
   const int b = bucket(before), a = bucket(after);
   if (b == a) return;
-  if (b >= 0) --pending_[b];
-  if (a >= 0) ++pending_[a];
+  uint64_t* counts = id > admitThrough_ ? afterClose_ : pending_;
+  if (b >= 0) --counts[b];
+  if (a >= 0) ++counts[a];
+}
+
+void CorrelationLedger::closeAdmissions() {
+  if (admitThrough_ == UINT64_MAX) admitThrough_ = std::max(maxId_, staleBelow_);
+}
+
+uint64_t CorrelationLedger::launchesAfterCloseWaiting(uint32_t waitFor) const {
+  uint64_t n = 0;
+  for (int c = 0; c < static_cast<int>(LaunchClass::kCount); ++c)
+    if (waitFor & (1u << c)) n += afterClose_[c];
+  return n;
 }
 
 bool CorrelationLedger::junk(uint64_t id) {
@@ -153,7 +165,7 @@ void CorrelationLedger::noteExternal(const ExternalCorrelationRecord& e) {
   entry.external = true;
   if (e.externalKind == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 && entry.opHint == 0) entry.opHint = e.externalId;
   if (e.externalKind == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1 && entry.userHint == 0) entry.userHint = e.externalId;
-  recount(before, entry);
+  recount(e.correlationId, before, entry);
 }
 
 LaunchClass CorrelationLedger::classOf(const ApiRecord& api) {
@@ -200,7 +212,7 @@ void CorrelationLedger::noteApi(const ApiRecords& apis, size_t index) {
       entry.launchClass = c;
     }
   }
-  recount(before, entry);
+  recount(api.correlationId, before, entry);
 }
 
 void CorrelationLedger::noteDevice(const DeviceRecord& d) { noteAnswer(d.correlationId); }
@@ -212,7 +224,7 @@ void CorrelationLedger::noteAnswer(uint64_t id) {
   LaunchEntry& entry = *slot(id, true);
   const LaunchEntry before = entry;
   ++entry.deviceRecords;
-  recount(before, entry);
+  recount(id, before, entry);
 }
 
 void CorrelationLedger::noteDeviceIfKnown(const DeviceRecord& d) { noteAnswerIfKnown(d.correlationId); }
@@ -223,7 +235,7 @@ void CorrelationLedger::noteAnswerIfKnown(uint64_t id) {
   if (!e) return;
   const LaunchEntry before = *e;
   ++e->deviceRecords;
-  recount(before, *e);
+  recount(id, before, *e);
 }
 
 uint64_t CorrelationLedger::pending(uint32_t waitFor) const {

@@ -78,6 +78,12 @@ class CorrelationLedger {
   // Launches still waiting for a device record of a class in `waitFor` (bit 1 << LaunchClass;
   // bit 1 << kNone = unclassified launches).
   uint64_t pending(uint32_t waitFor) const;
+  // The drain's first flush has every launch made before stop() (MSPTI writes a launch's host
+  // records as it is made): launches with a higher id than any noted so far are made after stop()
+  // and hold no wait; they are counted apart while they wait (launchesAfterCloseWaiting) and their
+  // rows, if any come, are dropped as outside the window.
+  void closeAdmissions();
+  uint64_t launchesAfterCloseWaiting(uint32_t waitFor) const;
   static constexpr uint32_t kAnyClass = (1u << static_cast<int>(LaunchClass::kCount)) - 1;
 
   // For the store's cap, which keeps room for the answer of every launch it kept:
@@ -132,7 +138,7 @@ class CorrelationLedger {
   void releaseEntries();
 
  private:
-  void recount(const LaunchEntry& before, const LaunchEntry& after);
+  void recount(uint64_t id, const LaunchEntry& before, const LaunchEntry& after);
   bool junk(uint64_t id);  // counts it
   // An id this session minted: nonzero and above every earlier session's.
   bool ours(uint64_t id) const { return id != 0 && id > staleBelow_; }
@@ -157,6 +163,8 @@ class CorrelationLedger {
   // Pending launches per LaunchClass (index kNone = known only from external records).
   void noteAnswer(uint64_t correlationId);
   uint64_t pending_[static_cast<int>(LaunchClass::kCount)] = {};
+  uint64_t afterClose_[static_cast<int>(LaunchClass::kCount)] = {};  // waits of launches after closeAdmissions
+  uint64_t admitThrough_ = UINT64_MAX;                               // ids above it opened after stop()
   uint64_t apiCalls_[static_cast<int>(LaunchClass::kCount)] = {};
   bool knows_ = false;
   uint64_t maxId_ = 0;

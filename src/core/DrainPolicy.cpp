@@ -125,6 +125,10 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
     // Rows of the first flush may have waited in MSPTI's buffer since long before the drain.
     if (polls > 1) noteDelay();
     else in.store->takeEarliestNewEnd();
+    // The first flush holds every launch made before stop() (host records are written as the
+    // launch is made): launches after it are not the session's and hold nothing, though the kinds
+    // stay on (a thread of the program may go on launching while stop() drains).
+    if (polls == 1) in.store->closeLaunchAdmissions();
     const uint64_t now = in.store->records();
     quiet = now == seen ? quiet + 1 : 0;
     seen = now;
@@ -183,6 +187,7 @@ DrainStats drain(const DrainInput& in, std::vector<std::string>& errors, int64_t
   d.lateRecords = in.store->records() - beforeLate;
   d.recordsDuringDrain = in.store->records() - before;
   d.pendingLaunches = in.store->pendingLaunches(in.waitFor);
+  d.unansweredAfterStop = in.store->launchesAfterCloseWaiting(in.waitFor);
   d.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return d;
 }

@@ -141,6 +141,16 @@ uint64_t RecordStore::pendingLaunches(uint32_t waitFor) const {
   return ledger_.pending(waitFor);
 }
 
+void RecordStore::closeLaunchAdmissions() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ledger_.closeAdmissions();
+}
+
+uint64_t RecordStore::launchesAfterCloseWaiting(uint32_t waitFor) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ledger_.launchesAfterCloseWaiting(waitFor);
+}
+
 bool RecordStore::knowsLaunches() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return ledger_.knowsLaunches();

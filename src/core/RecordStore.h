@@ -44,6 +44,9 @@ class RecordStore {
   // Drain queries (see CorrelationLedger::pending).
   uint64_t pendingLaunches(uint32_t waitFor) const;
   bool knowsLaunches() const;
+  // CorrelationLedger::closeAdmissions and launchesAfterCloseWaiting, under the store's lock.
+  void closeLaunchAdmissions();
+  uint64_t launchesAfterCloseWaiting(uint32_t waitFor) const;
   // Records of `kind` appended so far (thread-safe, unlike recordsByKind()).
   uint64_t recordsOfKind(uint32_t kind) const;
   // The earliest end (ns since the epoch) among the device records appended since the previous

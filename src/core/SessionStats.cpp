@@ -100,6 +100,7 @@ void writeDrain(ReportWriter& w, const DrainStats& d) {
       .value("synchronize_ms", d.synchronizeMs)
       .value("records_during_drain", d.recordsDuringDrain)
       .value("pending_launches", d.pendingLaunches)
+      .value("unanswered_after_stop", d.unansweredAfterStop)
       .value("late_records", d.lateRecords)
       .endObject();
 }

@@ -37,7 +37,11 @@ struct DrainStats {
   double synchronizeMs = 0;  // of which waiting for the devices (synchronize_devices)
   uint64_t recordsDuringDrain = 0;
   uint64_t pendingLaunches = 0;  // launches whose device records never came
-  uint64_t lateRecords = 0;      // records delivered by the last FlushAll, after every kind was disabled
+  // Launches made after stop() began (ids above every launch the drain's first flush had) whose
+  // device records had not come when the kinds were disabled: outside the window, never waited
+  // for, counted here (their rows, when they come, are dropped as out of window).
+  uint64_t unansweredAfterStop = 0;
+  uint64_t lateRecords = 0;  // records delivered by the last FlushAll, after every kind was disabled
 };
 
 enum class SessionState { kConfigured, kStarted, kStopped, kProcessed, kFailed };

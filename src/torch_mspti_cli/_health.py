@@ -39,6 +39,7 @@ _DRAIN_KNOWN = (
     "ms",
     "records_during_drain",
     "pending_launches",
+    "unanswered_after_stop",
     "late_records",
 )
 
@@ -133,6 +134,7 @@ def _drain(drain: Any) -> str:
         for k, label in (
             ("records_during_drain", "records during the drain"),
             ("pending_launches", "launches still pending"),
+            ("unanswered_after_stop", "launches after stop() without a row"),
             ("late_records", "late records"),
         )
         if k in drain

@@ -100,6 +100,30 @@ TEST(CorrelationLedger, LaunchesArePendingPerClassUntilTheirDeviceRowArrives) {
   EXPECT_EQ(c->firstApi, 1);
 }
 
+// The drain's first flush has every launch made before stop(): launches noted after
+// closeAdmissions() with a higher id were made after stop() and hold no wait; they are counted apart
+// until their row comes. A launch noted before the close keeps holding.
+TEST(CorrelationLedger, LaunchesAfterTheCloseHoldNoWaitAndAreCountedApart) {
+  const std::string kernel = "LaunchKernelV2";
+  CorrelationLedger l(0);
+  Apis apis;
+  apis.note(l, api(10, &kernel));
+  l.closeAdmissions();
+  apis.note(l, api(11, &kernel));
+  apis.note(l, api(12, &kernel));
+  EXPECT_EQ(l.pending(kAll), 1u);  // id 10 only
+  EXPECT_EQ(l.launchesAfterCloseWaiting(kAll), 2u);
+  l.noteDevice(device(11, MSPTI_ACTIVITY_KIND_KERNEL));
+  EXPECT_EQ(l.launchesAfterCloseWaiting(kAll), 1u);
+  l.noteDevice(device(10, MSPTI_ACTIVITY_KIND_KERNEL));
+  EXPECT_EQ(l.pending(kAll), 0u);
+  l.closeAdmissions();  // once: a second close moves nothing
+  apis.note(l, api(13, &kernel));
+  EXPECT_EQ(l.pending(kAll), 0u);
+  EXPECT_EQ(l.launchesAfterCloseWaiting(kAll), 2u);
+  EXPECT_EQ(l.maxCorrelationId(), 13u);  // later sessions still take them as stale
+}
+
 TEST(CorrelationLedger, IdsKnownOnlyFromExternalRecordsPendAsUnclassified) {
   CorrelationLedger l(0);
   Apis apis;
