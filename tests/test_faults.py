@@ -152,9 +152,12 @@ def exhausted(tmp_path_factory):
 launch({"name": "Flood", "count": 3000, "dur_ns": 1000})
 sync()
 """
+    # The device hands nothing over by itself (2 s delay): the drain's pull brings all 3,000
+    # records at once, which outruns the completion of the one buffer the pool may lend.
     return simrun.run(
         workload,
         tmp_path_factory.mktemp("exhausted"),
+        delay_ns=2_000_000_000,
         config={"buffer_pool_cap": 1, "buffer_size": 64 << 10, "drain_timeout_ms": 300},
     )
 
