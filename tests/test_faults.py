@@ -148,16 +148,23 @@ def test_entry_point_throwing_a_cpp_exception_is_contained_and_recorded(entry, t
 
 @pytest.fixture(scope="module")
 def exhausted(tmp_path_factory):
+    # The flood reaches the reader while the session runs and nothing flushes: the profile ends
+    # only after the simulator has written every record (records_pending 0), so the one buffer the
+    # pool may lend fills and the next request finds it still outstanding. (A drain's pull would
+    # race its own FlushAll calls, which hand partial buffers back in time on a slow machine.)
     workload = """
 launch({"name": "Flood", "count": 3000, "dur_ns": 1000})
 sync()
+import time
+deadline = time.monotonic() + 30
+while sim_stats()["records_pending"] and time.monotonic() < deadline:
+    time.sleep(0.005)
+out["pending_at_stop"] = sim_stats()["records_pending"]
 """
-    # The device hands nothing over by itself (2 s delay): the drain's pull brings all 3,000
-    # records at once, which outruns the completion of the one buffer the pool may lend.
     return simrun.run(
         workload,
         tmp_path_factory.mktemp("exhausted"),
-        delay_ns=2_000_000_000,
+        delay_ns=20_000_000,
         config={"buffer_pool_cap": 1, "buffer_size": 64 << 10, "drain_timeout_ms": 300},
     )
 
@@ -165,6 +172,7 @@ sync()
 def test_exhausted_buffer_pool_declines_counts_and_warns_once(exhausted):
     run = exhausted
     _assert_valid(run)
+    assert run.extra["pending_at_stop"] == 0, run.extra
     session = _session(run)
     assert session["buffers"]["declined"] > 0, session["buffers"]
     assert run.sim_stats_after["records_dropped"] > 0, run.sim_stats_after

@@ -1,6 +1,7 @@
 #include "SubscriptionRelease.h"
 
 #include <chrono>
+#include <thread>
 #include <utility>
 
 #include "ExitGuard.h"
@@ -10,17 +11,18 @@ namespace torch_mspti {
 
 SubscriptionRelease::~SubscriptionRelease() {
   // Never reached for the process's context (PluginContext is never destroyed); a test's own
-  // instance joins its thread.
+  // instance waits for its release.
   waitIdle();
 }
 
 void SubscriptionRelease::begin(const MsptiFunctions* fns, msptiSubscriberHandle handle) {
   waitIdle();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (thread_ && thread_->joinable()) thread_->join();  // ended: waitIdle saw it idle
   stats_.inFlight = true;
   ++stats_.releases;
-  thread_ = std::make_unique<std::thread>([this, fns, handle] { run(fns, handle); });
+  // Detached: waitIdle() waits for it through inFlight, and no finished thread is left to join at
+  // exit or in a forked child (it touches nothing of this object after its last notify).
+  std::thread([this, fns, handle] { run(fns, handle); }).detach();
 }
 
 void SubscriptionRelease::run(const MsptiFunctions* fns, msptiSubscriberHandle handle) {
@@ -51,7 +53,6 @@ double SubscriptionRelease::waitIdle() {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   idle_.wait(lock, [&] { return !stats_.inFlight; });
-  if (thread_ && thread_->joinable()) thread_->join();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -67,8 +68,7 @@ SubscriptionRelease::Stats SubscriptionRelease::stats() const {
 
 void SubscriptionRelease::forgetAfterFork() noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
-  (void)thread_.release();  // leaked on purpose: joining a thread of the parent would never return
-  stats_.inFlight = false;
+  stats_.inFlight = false;  // the parent's release thread does not exist here
 }
 
 }  // namespace torch_mspti

@@ -18,16 +18,15 @@
 //    (microseconds after stop() returned) is refused with MULTIPLE_SUBSCRIBERS.
 // At process exit the package's atexit hook waits for the release (waitIdle) before MSPTI's
 // singletons are destroyed; a release not begun by then is skipped (ExitGuard.h).
+// The release thread is detached; waitIdle() waits for it to end (inFlight).
 // Fork: a child forgets the parent's release thread (it does not exist there).
 // Thread-safety: every member may be called from any thread.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
-#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include <mspti/mspti.h>
 
@@ -61,7 +60,7 @@ class SubscriptionRelease {
   std::string takeError();
   Stats stats() const;
   // The fork guard's hooks (PluginContext::lockForFork); in the child, after unlocking, the
-  // parent's thread is forgotten without joining (it does not exist there).
+  // parent's release in flight is forgotten (its thread does not exist there).
   void lockForFork() { mutex_.lock(); }
   void unlockAfterFork() { mutex_.unlock(); }
   void forgetAfterFork() noexcept;
@@ -71,7 +70,6 @@ class SubscriptionRelease {
 
   mutable std::mutex mutex_;
   std::condition_variable idle_;
-  std::unique_ptr<std::thread> thread_;  // the latest release's thread, joined by the next call
   Stats stats_;
   std::string pendingError_;  // lastError until a session takes it
 };
