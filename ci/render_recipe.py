@@ -93,6 +93,13 @@ def problems_in(platform: str, rendered: list[dict]) -> list[str]:
         build = entry["recipe"]["requirements"].get("build", [])
         if not any(str(dep).startswith("gxx_") for dep in build):
             problems.append(f"{platform}: compiler('cxx') did not render: {build}")
+        # CANN: never a dependency (not on conda-forge; libmspti is dlopen'ed), only a constraint.
+        reqs = entry["recipe"]["requirements"]
+        as_dependency = [d for key in ("build", "host", "run") for d in reqs.get(key, []) if "cann" in str(d)]
+        if as_dependency:
+            problems.append(f"{platform}: CANN must not be a dependency: {as_dependency}")
+        if not any(str(c).split()[0] == "cann-toolkit" for c in reqs.get("run_constraints", [])):
+            problems.append(f"{platform}: no cann-toolkit run constraint: {reqs.get('run_constraints')}")
     if rendered and torches != TORCH_MINORS:
         problems.append(f"{platform}: pytorch variants {sorted(torches)}, expected {sorted(TORCH_MINORS)}")
     if rendered and pythons != PYTHONS:

@@ -280,13 +280,14 @@ launch({"name": "Long1", "device": 1, "dur_ns": 300_000_000})
 
 def test_the_drain_still_ends_at_once_when_disable_pulls_everything(tmp_path):
     # the default simulator (26.1, Disable pulls; its reader parses after the Disable returned):
-    # one flush that learns the launches, COMMUNICATION's Disable pulls the kernels' records while
-    # KERNEL stays on, the flush 1 ms later finds every launch answered, one more for siblings,
-    # and the one after the last Disables: four flushes, no drain interval slept, nothing dropped
-    run = simrun.run(LATE_WORKLOAD, tmp_path, delay_ns=LATE_DELAY_NS)
+    # COMMUNICATION's Disable pulls the kernels' records while KERNEL stays on, and the drain ends
+    # balanced on them. The device would hand nothing over for 30 s (far past drain_timeout_ms), so
+    # a complete trace proves that the pull brought every record and the drain did not wait for
+    # MSPTI's own delivery. (The number of flushes depends on when the reader thread runs: on a
+    # loaded machine one more flush may come before its parse.)
+    run = simrun.run(LATE_WORKLOAD, tmp_path, delay_ns=30_000_000_000)
     drain = _assert_complete(run)
     assert drain["order"] == "disable_first" and drain["pulled_by"] == "COMMUNICATION", drain
-    assert drain["flushes"] == 4, drain
     assert run.sim_stats_after["records_dropped"] == 0, run.sim_stats_after
 
 

@@ -1,0 +1,541 @@
+#!/usr/bin/env python3
+"""Builds the conda package from ``recipe/`` offline, checks it, installs it and runs it.
+
+CI stage ``conda_package`` (``ci/conda_package.sh`` installs the tools and calls this). No conda
+channel can be reached from CI, so everything the build and the install need comes from a local
+``file://`` channel made here (``build/conda/channel``), and the steps are:
+
+1. **Channel.** The run requirements' closure (``torch`` at the machine's version, ``rich``,
+   ``numpy`` and what they need) is downloaded as wheels from the package index CI uses. Every
+   wheel but torch's becomes a conda package with ``whl2conda``; torch's wheel (``whl2conda``
+   refuses its ``+cpu`` local version) becomes ``pytorch`` with ``rattler_build.assemble_package``,
+   its ``Requires-Dist`` named as whl2conda names packages (``conda_name``). ``python`` is a
+   stand-in for the machine's interpreter: a virtual environment of it (``pyvenv.cfg`` and
+   ``bin/python`` links), packaged, so a prefix made from the channel runs that interpreter on
+   the prefix's own site-packages and sees nothing of the machine's. ``python_abi`` is the
+   metapackage conda-forge's python pins to. The channel is indexed with ``rattler.index``.
+2. **Build.** ``recipe/recipe.yaml`` is built by rattler-build (``rattler_build.build_recipes``)
+   as a *CI variant* written to ``build/conda/recipe``: the same package, source, build number,
+   run requirements, run constraints and about section, with these differences (each listed in
+   ``VARIANT_CHANGES``).
+3. **Inspect** the ``.conda``: metadata and contents (see ``inspect_package``).
+4. **Install** it with ``rattler.solve`` and ``rattler.install`` into a fresh prefix from the local
+   channel alone, then run ``torch-mspti demo`` and ``torch-mspti doctor`` from that prefix, with
+   the environment cleared of the machine's Python paths, and check that every kernel is linked.
+
+Exits 1 with the list of problems when a check fails. Needs py-rattler-build, py-rattler,
+whl2conda, PyYAML and the machine's torch (ci/install.sh); TORCH_DEVICE_BACKEND_AUTOLOAD=0 is set
+for every probe of the machine's torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import importlib.metadata as md
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+import zipfile
+from pathlib import Path
+
+import rattler
+import rattler.index
+import rattler.package_streaming
+import rattler_build
+import yaml
+from conda_package_handling import conda_fmt
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from whl2conda.api.converter import CondaPackageFormat, Wheel2CondaConverter
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPE = ROOT / "recipe" / "recipe.yaml"
+PLATFORM = "linux-64"
+# What a conda-forge build of recipe/ has that the CI variant replaces, and why the package's
+# contents stay the same (the README's conda section repeats this).
+VARIANT_CHANGES = (
+    "requirements.build (compiler, stdlib, cmake, ninja): none; the machine's g++, cmake and ninja "
+    "compile the same sources with the same CMake options",
+    "requirements.host (python, pip, scikit-build-core, nanobind, pytorch, libtorch, fmt): none; the "
+    "machine's python builds against its pip torch wheel, the same torch minor and headers, through "
+    "the same `pip install . --no-deps --no-build-isolation`, into $PREFIX with --prefix",
+    "the run pins that host's run_exports would add (python, python_abi, pytorch >=X.Y,<X.Y+1) are "
+    "written out from the machine's python and torch",
+    "bin/torch-mspti's shebang is set to $PREFIX/bin/python, which is what pip writes when python "
+    "is in the host prefix",
+    "tests: none in the recipe; this script installs the package into a fresh prefix and runs it",
+)
+
+
+def log(message: str) -> None:
+    print(f"conda_package: {message}", flush=True)
+
+
+def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    log("$ " + " ".join(str(c) for c in cmd))
+    return subprocess.run([str(c) for c in cmd], check=True, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------------
+# The machine
+
+
+class Machine:
+    """The interpreter and torch that build the package and stand in for conda's python."""
+
+    def __init__(self) -> None:
+        self.python = Path(sys.executable)  # unresolved: a venv's python keeps its site-packages
+        major, minor = sys.version_info[:2]
+        self.py = f"{major}.{minor}"
+        self.py_next = f"{major}.{minor + 1}"
+        self.py_full = ".".join(str(v) for v in sys.version_info[:3])
+        self.cp = f"cp{major}{minor}"
+        self.torch = md.version("torch").split("+")[0]  # 2.13.0 (the +cpu variant is the wheel's)
+        t_major, t_minor = (int(v) for v in self.torch.split(".")[:2])
+        self.torch_minor = f"{t_major}.{t_minor}"
+        self.torch_next = f"{t_major}.{t_minor + 1}"
+        self.site = f"lib/python{self.py}/site-packages"
+
+    def run_pins(self) -> list[str]:
+        """What the host's python and pytorch would add to run through their run_exports."""
+        return [
+            f"python >={self.py},<{self.py_next}.0a0",
+            f"python_abi {self.py}.* *_{self.cp}",
+            f"pytorch >={self.torch_minor},<{self.torch_next}.0a0",
+        ]
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. The local channel
+
+
+def subdir_dir(channel: Path, subdir: str) -> Path:
+    d = channel / subdir
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def download_wheels(m: Machine, into: Path) -> list[Path]:
+    """The wheels of the run requirements' closure, at the versions this machine has."""
+    pins = [f"torch=={m.torch}", f"rich=={md.version('rich')}", f"numpy=={md.version('numpy')}"]
+    run(
+        [sys.executable, "-m", "pip", "download", "--progress-bar", "off", "-q", "--only-binary=:all:", "-d", into]
+        + pins
+    )
+    return sorted(into.glob("*.whl"))
+
+
+def conda_name(pypi_name: str) -> str:
+    """A package's name in this channel: whl2conda's (the normalised PyPI name: it cannot name a
+    package typing_extensions as conda-forge does), and pytorch for torch."""
+    name = re.sub(r"[-_.]+", "-", pypi_name).lower()
+    return "pytorch" if name == "torch" else name
+
+
+def conda_requirements(wheel: Path, m: Machine) -> list[str]:
+    """A wheel's Requires-Dist for this interpreter, as conda match specs (whl2conda's names)."""
+    with zipfile.ZipFile(wheel) as z:
+        metadata = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = z.read(metadata).decode().splitlines()
+    env = default_environment()
+    env.update(python_version=m.py, python_full_version=m.py_full, extra="")
+    specs = []
+    for line in lines:
+        if not line.startswith("Requires-Dist:"):
+            continue
+        req = Requirement(line.split(":", 1)[1].strip())
+        if req.marker is not None and not req.marker.evaluate(env):
+            continue
+        name = conda_name(req.name)
+        specs.append(f"{name} {req.specifier}".strip() if req.specifier else name)
+    return specs
+
+
+def assemble(channel: Path, name: str, version: str, build_string: str, files: Path, **about) -> Path:
+    """A linux-64 package of the files under ``files`` (laid out as in a prefix), into the channel."""
+    made = rattler_build.assemble_package(
+        name=name,
+        version=version,
+        target_platform=PLATFORM,
+        build_string=build_string,
+        output_dir=subdir_dir(channel, PLATFORM),
+        files_dir=files,
+        detect_prefix=False,
+        **about,
+    )
+    return Path(made.path)
+
+
+def package_torch(wheel: Path, m: Machine, channel: Path, work: Path) -> Path:
+    """conda ``pytorch`` from the torch wheel: its files under site-packages, its requirements."""
+    stage = work / "stage-pytorch"
+    shutil.rmtree(stage, ignore_errors=True)
+    site = stage / m.site
+    site.mkdir(parents=True)
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(site)
+    for data in site.glob("*.data"):  # headers/scripts of a wheel's .data: not needed to run torch
+        shutil.rmtree(data)
+    depends = m.run_pins()[:2]  # python and python_abi
+    depends += conda_requirements(wheel, m)
+    made = assemble(
+        channel,
+        "pytorch",
+        m.torch,
+        f"cpu_py{m.cp[2:]}_pypi_0",
+        stage,
+        depends=depends,
+        summary=f"torch {m.torch} from its PyPI wheel {wheel.name} (CI's local channel)",
+        license="BSD-3-Clause",
+        compression_level=1,
+    )
+    shutil.rmtree(stage)
+    return made
+
+
+def package_python(m: Machine, channel: Path, work: Path) -> list[Path]:
+    """``python`` (a virtual environment of the machine's interpreter) and ``python_abi``."""
+    stage = work / "stage-python"
+    shutil.rmtree(stage, ignore_errors=True)
+    subprocess.run([m.python, "-m", "venv", "--without-pip", stage], check=True)
+    for script in stage.glob("bin/[Aa]ctivate*"):
+        script.unlink()  # they name the staging path
+    # pyvenv.cfg without the `command` line (it names the staging path too).
+    cfg = [line for line in (stage / "pyvenv.cfg").read_text().splitlines() if not line.startswith("command")]
+    (stage / "pyvenv.cfg").write_text("\n".join(cfg) + "\n")
+    (stage / m.site).mkdir(parents=True, exist_ok=True)
+    (stage / m.site / "README-torch-mspti-ci").write_text(
+        f"site-packages of a prefix whose python is {m.python} (torch-mspti CI's stand-in)\n"
+    )
+    python = assemble(
+        channel,
+        "python",
+        m.py_full,
+        f"machine_{m.cp}_0",
+        stage,
+        summary=f"stand-in for the machine's interpreter {m.python} (torch-mspti CI)",
+        license="PSF-2.0",
+    )
+    empty = work / "stage-empty"
+    empty.mkdir(exist_ok=True)
+    (empty / "README-python_abi").write_text(f"python_abi {m.py} (metapackage)\n")
+    abi = assemble(channel, "python_abi", m.py, f"0_{m.cp}", empty, summary="python ABI pin", license="BSD-3-Clause")
+    shutil.rmtree(stage)
+    return [python, abi]
+
+
+def convert_wheel(wheel: Path, channel: Path, work: Path) -> Path:
+    """A non-torch wheel as a conda package (noarch python, or linux-64 when it has binaries)."""
+    out = work / "whl2conda"
+    shutil.rmtree(out, ignore_errors=True)
+    converter = Wheel2CondaConverter(wheel, out)
+    converter.allow_impure = True
+    converter.interactive = False
+    converter.out_format = CondaPackageFormat.V2
+    # whl2conda writes `~=0.1` as `>=0.1,==0.*`, which rattler reads as "exactly 0" (mdurl for
+    # markdown-it-py): the conda form of the prefix match is `0.*`.
+    translate = converter.translate_version_spec
+    converter.translate_version_spec = lambda spec: re.sub(r"==([^,]*\.\*)", r"\1", translate(spec))
+    # Packed at zstd level 3, not 19: these packages only serve this run (19 takes ~1 min for numpy).
+    conda_fmt.ZSTD_COMPRESS_LEVEL = 3
+    made = Path(converter.convert())
+    subdir = rattler_build.Package.from_file(made).subdir
+    target = subdir_dir(channel, subdir) / made.name
+    shutil.move(made, target)
+    return target
+
+
+def index(channel: Path) -> None:
+    for sub in ("noarch", PLATFORM):
+        subdir_dir(channel, sub)
+    asyncio.run(rattler.index.index_fs(channel, force=True))
+
+
+def make_channel(m: Machine, work: Path) -> Path:
+    channel = work / "channel"
+    wheels = work / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    for wheel in download_wheels(m, wheels):
+        if wheel.name.startswith("torch-"):
+            made = package_torch(wheel, m, channel, work)
+        else:
+            made = convert_wheel(wheel, channel, work)
+        log(f"channel: {made.relative_to(channel)}")
+    for made in package_python(m, channel, work):
+        log(f"channel: {made.relative_to(channel)}")
+    index(channel)
+    return channel
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. The build
+
+
+def variant_recipe(m: Machine, work: Path) -> Path:
+    """recipe/recipe.yaml with the VARIANT_CHANGES applied, in build/conda/recipe."""
+    recipe = yaml.safe_load(RECIPE.read_text())
+    variant = copy.deepcopy(recipe)
+    variant["source"] = {"path": str(ROOT)}
+    reqs = variant["requirements"]
+    reqs["build"] = []
+    reqs["host"] = []
+    reqs["run"] = m.run_pins() + [r for r in recipe["requirements"]["run"] if r.split()[0] != "python"]
+    variant["build"]["script"] = {
+        "env": {"MACHINE_PYTHON": str(m.python), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+        "content": [
+            'export PATH="$(dirname "$MACHINE_PYTHON"):$PATH"',
+            '"$MACHINE_PYTHON" -m pip install . -vv --no-deps --no-build-isolation --prefix "$PREFIX"',
+            'sed -i "1s|^#!.*|#!$PREFIX/bin/python|" "$PREFIX/bin/torch-mspti"',
+        ],
+    }
+    variant.pop("tests", None)
+    out = work / "recipe"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    header = "# Written by ci/conda_package.py from recipe/recipe.yaml; changes:\n" + "".join(
+        f"#  - {change}\n" for change in VARIANT_CHANGES
+    )
+    (out / "recipe.yaml").write_text(header + yaml.safe_dump(variant, sort_keys=False))
+    return out / "recipe.yaml"
+
+
+def build(recipe: Path, channel: Path, work: Path) -> Path:
+    output = work / "output"
+    shutil.rmtree(output, ignore_errors=True)
+    warnings.filterwarnings("ignore", "build_recipes is deprecated", DeprecationWarning)
+    rattler_build.build_recipes(
+        [recipe],
+        channel=[channel.as_uri()],
+        output_dir=output,
+        ignore_recipe_variants=True,
+        variant_overrides={"target_platform": [PLATFORM]},
+    )
+    (made,) = (output / PLATFORM).glob("torch-mspti-*.conda")
+    log(f"built {made} ({made.stat().st_size / 1e6:.1f} MB)")
+    return made
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. Inspection
+
+
+def inspect_package(path: Path, m: Machine) -> list[str]:
+    """What is wrong with the built package's metadata and contents (empty when nothing is)."""
+    pkg = rattler_build.Package.from_file(path)
+    problems = []
+    recipe = yaml.safe_load(RECIPE.read_text())
+    want = {"name": "torch-mspti", "version": str(recipe["context"]["version"]), "subdir": PLATFORM}
+    for key, value in want.items():
+        if str(getattr(pkg, key)) != value:
+            problems.append(f"{key} is {getattr(pkg, key)!r}, expected {value!r}")
+    depends = list(pkg.depends)
+    for spec in m.run_pins() + ["rich >=13", "numpy"]:
+        if spec not in depends:
+            problems.append(f"run requirement {spec!r} missing from depends {depends}")
+    unpinned = [d for d in depends if d.split()[0] in ("pytorch", "libtorch") and "<" not in d]
+    if unpinned:
+        problems.append(f"torch requirement without an upper bound: {unpinned}")
+    if any(d.split()[0].startswith("cann") for d in depends):
+        problems.append(f"CANN is a dependency (it may only be a run constraint): {depends}")
+    if not any(c.split()[0] == "cann-toolkit" for c in pkg.constrains):
+        problems.append(f"no cann-toolkit run constraint: {list(pkg.constrains)}")
+    files = [str(f) for f in pkg.files]
+    site = m.site + "/"
+    ext = f".cpython-{m.cp[2:]}-x86_64-linux-gnu.so"
+    checks = {
+        f"the extension for python {m.py}": lambda f: f.startswith(site + "torch_mspti/") and f.endswith(ext),
+        "the simulated MSPTI library": lambda f: f.startswith(site + "torch_mspti/") and "libmspti" in f,
+        "the console script bin/torch-mspti": lambda f: f == "bin/torch-mspti",
+        "the autoload module": lambda f: f.startswith(site + "_torch_mspti_autoload/"),
+    }
+    for what, check in checks.items():
+        if not any(check(f) for f in files):
+            problems.append(f"{what} is not in the package")
+    # Metadata read from inside the archive: the entry point, the build's torch, the pip pin.
+    with tempfile.TemporaryDirectory() as tmp:
+        problems += inspect_unpacked(path, Path(tmp), m)
+    for problem in problems:
+        log(f"PROBLEM: {problem}")
+    return problems
+
+
+def inspect_unpacked(path: Path, tmp: Path, m: Machine) -> list[str]:
+    problems = []
+    extract(path, tmp)
+    if not (tmp / "info" / "licenses" / "LICENSE").is_file():
+        problems.append("the license is not in the package (info/licenses/LICENSE)")
+    site = tmp / m.site
+    entry_points = list(site.glob("torch_mspti-*.dist-info/entry_points.txt"))
+    text = entry_points[0].read_text() if entry_points else ""
+    if "[torch.backends]" not in text or "torch_mspti = _torch_mspti_autoload:autoload" not in text:
+        problems.append(f"no torch.backends entry point in {entry_points}: {text!r}")
+    if "torch-mspti = torch_mspti_cli:main" not in text:
+        problems.append(f"no console_scripts entry torch-mspti in {entry_points}")
+    build_info = site / "torch_mspti" / "_build_info.py"
+    info = build_info.read_text() if build_info.is_file() else ""
+    if f'TORCH_VERSION = "{m.torch}' not in info:
+        problems.append(f"_build_info.py does not say torch {m.torch}: {info!r}")
+    metadata = list(site.glob("torch_mspti-*.dist-info/METADATA"))
+    meta = metadata[0].read_text() if metadata else ""
+    if f"Requires-Dist: torch<{m.torch_next},>={m.torch_minor}" not in meta:
+        problems.append(
+            f"METADATA does not pin torch to {m.torch_minor}: {[line for line in meta.splitlines() if 'torch' in line]}"
+        )
+    problems += same_files_as_wheel(site, m)
+    script = tmp / "bin" / "torch-mspti"
+    first = script.read_text().splitlines()[0] if script.is_file() else ""
+    if not first.startswith("#!") or not first.endswith("/bin/python"):
+        problems.append(f"bin/torch-mspti starts {first!r}, not a shebang to the prefix's python")
+    return problems
+
+
+def same_files_as_wheel(site: Path, m: Machine) -> list[str]:
+    """The package's site-packages hold what the wheel of this checkout holds (the wheel_report
+    stage leaves it in dist/): the CI variant changes how the build is run, not what it makes."""
+    wheels = sorted((ROOT / "dist").glob(f"torch_mspti-*-{m.cp}-*.whl"))
+    if not wheels:
+        log("no wheel in dist/ to compare the package's files with (run ci/wheel_report.sh first)")
+        return []
+    ignored = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")  # written by the installer
+    with zipfile.ZipFile(wheels[-1]) as z:
+        in_wheel = {n for n in z.namelist() if not n.endswith("/") and not n.endswith(ignored)}
+    in_package = {str(f.relative_to(site)) for f in site.rglob("*") if f.is_file() and not f.name.endswith(ignored)}
+    in_package = {f for f in in_package if "__pycache__" not in f}
+    if in_wheel == in_package:
+        log(f"site-packages: the same {len(in_wheel)} files as {wheels[-1].name}")
+        return []
+    return [
+        f"site-packages differ from {wheels[-1].name}: only in the package {sorted(in_package - in_wheel)[:10]}, "
+        f"only in the wheel {sorted(in_wheel - in_package)[:10]}"
+    ]
+
+
+def extract(path: Path, into: Path) -> None:
+    """Unpacks a .conda (a zip of zstd tarballs) with py-rattler."""
+    rattler.package_streaming.extract(path, into)
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. Install and run
+
+
+def install(channel: Path, work: Path) -> Path:
+    prefix = work / "prefix"
+    shutil.rmtree(prefix, ignore_errors=True)
+    records = asyncio.run(
+        rattler.solve(
+            [rattler.Channel(channel.as_uri())],
+            ["torch-mspti"],
+            platforms=[PLATFORM, "noarch"],
+            virtual_packages=rattler.VirtualPackage.detect(),
+        )
+    )
+    log("solved: " + ", ".join(f"{r.name.normalized} {r.version}" for r in records))
+    asyncio.run(rattler.install(records, prefix, cache_dir=work / "pkgs", show_progress=False))
+    return prefix
+
+
+def run_installed(prefix: Path, work: Path, m: Machine) -> list[str]:
+    """Runs the demo and doctor from the prefix; returns what went wrong."""
+    machine_paths = ("PYTHON", "VIRTUAL_ENV", "CONDA", "TORCH_MSPTI", "TORCH_DEVICE_BACKEND_AUTOLOAD", "LD_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(machine_paths)}
+    env["PATH"] = f"{prefix / 'bin'}:/usr/bin:/bin"
+    problems = []
+    where = subprocess.run(
+        # `import torch` alone must load the plugin (the torch.backends entry point).
+        [prefix / "bin" / "python", "-c", "import sys, torch; m = sys.modules['torch_mspti']; print(m.__file__, torch.__file__)"],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    log(f"imports from: {where.stdout.strip()} {where.stderr.strip()[-500:]}")
+    for line in where.stdout.split():
+        if not Path(line).resolve().is_relative_to(prefix.resolve()):
+            problems.append(f"{line} is not inside the prefix {prefix}")
+    if where.returncode != 0:
+        problems.append(f"import failed: {where.stderr[-2000:]}")
+        return problems
+    trace = work / "demo-trace.json"
+    demo = subprocess.run(
+        [prefix / "bin" / "torch-mspti", "demo", "--device", "sim", "--out", trace],
+        env=env, capture_output=True, text=True, cwd=work,
+    )  # fmt: skip
+    print(demo.stdout + demo.stderr[-3000:], flush=True)
+    if demo.returncode != 0:
+        problems.append(f"torch-mspti demo exited {demo.returncode}")
+        return problems
+    doctor = subprocess.run(
+        [prefix / "bin" / "torch-mspti", "doctor", "--json", trace], env=env, capture_output=True, text=True
+    )
+    report = json.loads(doctor.stdout) if doctor.stdout.strip().startswith("{") else {}
+    log(f"doctor TRACE exit {doctor.returncode}: {json.dumps(report)[:600]}")
+    problems += linked_problems(report, prefix)
+    plain = subprocess.run(
+        [prefix / "bin" / "torch-mspti", "doctor", "--json"], env=env, capture_output=True, text=True
+    )
+    lib = json.loads(plain.stdout).get("library", {}) if plain.stdout.strip().startswith("{") else {}
+    log(f"doctor exit {plain.returncode}: library {lib}")
+    if plain.returncode != 1 or lib.get("available") is not False or "libmspti" not in str(lib.get("reason")):
+        problems.append(f"doctor without CANN: exit {plain.returncode} (expected 1 naming libmspti), library {lib}")
+    return problems
+
+
+def linked_problems(report: dict, prefix: Path) -> list[str]:
+    """``doctor --json TRACE``'s report: a valid trace whose every kernel is linked (verified)."""
+    if not report:
+        return ["doctor --json TRACE printed no report"]
+    stats = report.get("check", {}).get("stats", {})
+    kernels = stats.get("kernels", 0)
+    problems = []
+    if not report.get("ok"):
+        problems.append(f"doctor: {report.get('verdict')}")
+    if kernels <= 0:
+        problems.append(f"the demo's trace holds no kernel: {stats}")
+    if stats.get("linked_kernels") != kernels or stats.get("link_states", {}).get("verified") != kernels:
+        problems.append(f"not every kernel is linked to its op: {stats}")
+    library = report.get("check", {}).get("health", {}).get("library", {}).get("path") or ""
+    if not Path(library).resolve().is_relative_to(prefix.resolve()):
+        problems.append(f"the demo's MSPTI library {library!r} is not the prefix's simulator")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=ROOT / "build" / "conda", help="work directory")
+    parser.add_argument("--reuse-channel", action="store_true", help="keep the dependency channel of an earlier run")
+    args = parser.parse_args(argv)
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    m = Machine()
+    log(f"machine: python {m.py_full} ({m.python}), torch {m.torch}")
+    channel = work / "channel"
+    if not (args.reuse_channel and (channel / "noarch" / "repodata.json").is_file()):
+        shutil.rmtree(channel, ignore_errors=True)
+        channel = make_channel(m, work)
+    for old in channel.glob(f"{PLATFORM}/torch-mspti-*.conda"):
+        old.unlink()
+    package = build(variant_recipe(m, work), channel, work)
+    problems = inspect_package(package, m)
+    shutil.copy2(package, channel / PLATFORM / package.name)
+    index(channel)
+    prefix = install(channel, work)
+    problems += run_installed(prefix, work, m)
+    if problems:
+        print("\nconda_package: FAILED\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 1
+    log(f"ok: {package.name} built, inspected, installed into {prefix} and run")
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # py-rattler's runtime threads can abort the interpreter's finalisation ("PyGILState_Release:
+    # thread state ... must be current"), which would turn a pass into exit 134.
+    os._exit(code)
