@@ -61,16 +61,22 @@ PLATFORM = "linux-64"
 # What a conda-forge build of recipe/ has that the CI variant replaces, and why the package's
 # contents stay the same (the README's conda section repeats this).
 VARIANT_CHANGES = (
-    "requirements.build (compiler, stdlib, cmake, ninja): none; the machine's g++, cmake and ninja "
-    "compile the same sources with the same CMake options",
+    "requirements.build (compiler, stdlib, cmake, ninja): none; the machine's g++ and cmake compile "
+    "the same sources with the same CMake options, through make (rattler-build sets "
+    "CMAKE_GENERATOR=Unix Makefiles, as on conda-forge), CMAKE_BUILD_PARALLEL_LEVEL=$CPU_COUNT",
     "requirements.host (python, pip, scikit-build-core, nanobind, pytorch, libtorch, fmt): none; the "
-    "machine's python builds against its pip torch wheel, the same torch minor and headers, through "
-    "the same `pip install . --no-deps --no-build-isolation`, into $PREFIX with --prefix",
-    "the run pins that host's run_exports would add (python, python_abi, pytorch >=X.Y,<X.Y+1) are "
-    "written out from the machine's python and torch",
+    "recipe's own build command runs with the machine's python in place of ${{ PYTHON }}, against its "
+    "pip torch wheel (the same torch minor and headers), into $PREFIX with --prefix",
+    "run: the pins host's run_exports would add for python, python_abi and pytorch are written out; "
+    "those of libtorch, fmt and the compiler's runtime (libgcc, libstdcxx, __glibc) are absent: the "
+    "channel's pytorch bundles libtorch, and the machine's compiler is not a conda package",
+    "the binaries need the machine's glibc (2.34 for this build, Debian 12's gcc 12) where "
+    "conda-forge's sysroot gives 2.17 and gcc 14",
+    "build.string: py<python>_torch<minor>_ci_<number> (no variant hash: no host variant is used)",
     "bin/torch-mspti's shebang is set to $PREFIX/bin/python, which is what pip writes when python "
     "is in the host prefix",
-    "tests: none in the recipe; this script installs the package into a fresh prefix and runs it",
+    "tests: built with test=skip; the recipe's tests then run through rattler-build against the "
+    "local channel, all but the CPU tier of the test suite (too long for this stage)",
 )
 
 
@@ -124,7 +130,14 @@ def subdir_dir(channel: Path, subdir: str) -> Path:
 
 def download_wheels(m: Machine, into: Path) -> list[Path]:
     """The wheels of the run requirements' closure, at the versions this machine has."""
-    pins = [f"torch=={m.torch}", f"rich=={md.version('rich')}", f"numpy=={md.version('numpy')}"]
+    # torch exactly as installed (2.13.0+cpu: PyPI's plain 2.13.0 is the CUDA build); pip for the
+    # recipe's pip_check test.
+    pins = [f"torch=={md.version('torch')}"]
+    for name in ("rich", "numpy", "pip"):  # the machine's versions when it has them
+        try:
+            pins.append(f"{name}=={md.version(name)}")
+        except md.PackageNotFoundError:
+            pins.append(name)
     run(
         [sys.executable, "-m", "pip", "download", "--progress-bar", "off", "-q", "--only-binary=:all:", "-d", into]
         + pins
@@ -271,6 +284,8 @@ def make_channel(m: Machine, work: Path) -> Path:
     for made in package_python(m, channel, work):
         log(f"channel: {made.relative_to(channel)}")
     index(channel)
+    for scratch in (wheels, work / "whl2conda", work / "stage-empty"):
+        shutil.rmtree(scratch, ignore_errors=True)
     return channel
 
 
@@ -287,15 +302,24 @@ def variant_recipe(m: Machine, work: Path) -> Path:
     reqs["build"] = []
     reqs["host"] = []
     reqs["run"] = m.run_pins() + [r for r in recipe["requirements"]["run"] if r.split()[0] != "python"]
+    # The recipe's own command, run by the machine's python into $PREFIX: a change to it (or an
+    # `exit 1`) reaches this build.
+    script = recipe["build"]["script"]
+    if not isinstance(script, str) or "${{ PYTHON }} -m pip install ." not in script:
+        raise SystemExit(
+            f"recipe/recipe.yaml's build.script is no longer `${{{{ PYTHON }}}} -m pip install . ...` ({script!r}): "
+            "update variant_recipe() in ci/conda_package.py to run the new command with the machine's python"
+        )
+    variant["build"]["string"] = f"py{m.cp[2:]}_torch{m.torch_minor.replace('.', '')}_ci_{recipe['build']['number']}"
     variant["build"]["script"] = {
         "env": {"MACHINE_PYTHON": str(m.python), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
         "content": [
             'export PATH="$(dirname "$MACHINE_PYTHON"):$PATH"',
-            '"$MACHINE_PYTHON" -m pip install . -vv --no-deps --no-build-isolation --prefix "$PREFIX"',
+            'export CMAKE_BUILD_PARALLEL_LEVEL="${CPU_COUNT:-2}"',
+            script.replace("${{ PYTHON }}", '"$MACHINE_PYTHON"') + ' --prefix "$PREFIX"',
             'sed -i "1s|^#!.*|#!$PREFIX/bin/python|" "$PREFIX/bin/torch-mspti"',
         ],
     }
-    variant.pop("tests", None)
     out = work / "recipe"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -307,26 +331,55 @@ def variant_recipe(m: Machine, work: Path) -> Path:
 
 
 def build(recipe: Path, channel: Path, work: Path) -> Path:
+    """Builds the variant (its tests run afterwards, see run_recipe_tests); on failure prints the
+    end of rattler-build's build log, which it does not print itself."""
     output = work / "output"
     shutil.rmtree(output, ignore_errors=True)
-    warnings.filterwarnings("ignore", "build_recipes is deprecated", DeprecationWarning)
-    rattler_build.build_recipes(
-        [recipe],
-        channel=[channel.as_uri()],
-        output_dir=output,
-        ignore_recipe_variants=True,
-        variant_overrides={"target_platform": [PLATFORM]},
-    )
+    # build_recipes and test_package are deprecated in 0.73 for Recipe/Package objects; the pinned
+    # py-rattler-build (ci/conda_package.sh) still has them, and so does render_recipe.py's path.
+    warnings.filterwarnings("ignore", "(build_recipes|test_package) is deprecated", DeprecationWarning)
+    try:
+        rattler_build.build_recipes(
+            [recipe],
+            channel=[channel.as_uri()],
+            output_dir=output,
+            ignore_recipe_variants=True,
+            variant_overrides={"target_platform": [PLATFORM]},
+            test="skip",
+        )
+    except Exception:
+        for build_log in output.glob("bld/*/work/conda_build.log"):
+            print(f"--- the last 80 lines of {build_log}", file=sys.stderr)
+            print("\n".join(build_log.read_text(errors="replace").splitlines()[-80:]), file=sys.stderr)
+        raise
     (made,) = (output / PLATFORM).glob("torch-mspti-*.conda")
     log(f"built {made} ({made.stat().st_size / 1e6:.1f} MB)")
     return made
+
+
+def run_recipe_tests(package: Path, channel: Path) -> list[str]:
+    """The recipe's own tests, run by rattler-build in a test environment from the channel: all
+    but the CPU tier of the test suite (the test with `files`), which takes far longer than this
+    stage may (build_and_test runs that suite on the same build)."""
+    tests = yaml.safe_load(RECIPE.read_text())["tests"]
+    problems = []
+    for index, test in enumerate(tests):
+        if "files" in test:
+            log(f"recipe test {index}: skipped here (the CPU tier of the suite; build_and_test runs it)")
+            continue
+        log(f"recipe test {index}: {next(iter(test))}")
+        try:
+            rattler_build.test_package(package, channel=[channel.as_uri()], test_index=index)
+        except Exception as exc:
+            problems.append(f"recipe test {index} ({next(iter(test))}) failed: {exc}")
+    return problems
 
 
 # ------------------------------------------------------------------------------------------------
 # 3. Inspection
 
 
-def inspect_package(path: Path, m: Machine) -> list[str]:
+def inspect_package(path: Path, m: Machine, wheel: Path) -> list[str]:
     """What is wrong with the built package's metadata and contents (empty when nothing is)."""
     pkg = rattler_build.Package.from_file(path)
     problems = []
@@ -336,22 +389,23 @@ def inspect_package(path: Path, m: Machine) -> list[str]:
         if str(getattr(pkg, key)) != value:
             problems.append(f"{key} is {getattr(pkg, key)!r}, expected {value!r}")
     depends = list(pkg.depends)
-    for spec in m.run_pins() + ["rich >=13", "numpy"]:
+    # The recipe's own run requirements, and no CANN dependency; the pins are checked against what
+    # the build really used in inspect_unpacked.
+    for spec in [r for r in recipe["requirements"]["run"] if r.split()[0] != "python"]:
         if spec not in depends:
-            problems.append(f"run requirement {spec!r} missing from depends {depends}")
-    unpinned = [d for d in depends if d.split()[0] in ("pytorch", "libtorch") and "<" not in d]
-    if unpinned:
-        problems.append(f"torch requirement without an upper bound: {unpinned}")
+            problems.append(f"run requirement {spec!r} of the recipe missing from depends {depends}")
     if any(d.split()[0].startswith("cann") for d in depends):
         problems.append(f"CANN is a dependency (it may only be a run constraint): {depends}")
-    if not any(c.split()[0] == "cann-toolkit" for c in pkg.constrains):
-        problems.append(f"no cann-toolkit run constraint: {list(pkg.constrains)}")
+    if list(pkg.constrains) != recipe["requirements"]["run_constraints"]:
+        problems.append(
+            f"run constraints {list(pkg.constrains)}, the recipe says {recipe['requirements']['run_constraints']}"
+        )
     files = [str(f) for f in pkg.files]
     site = m.site + "/"
     ext = f".cpython-{m.cp[2:]}-x86_64-linux-gnu.so"
     checks = {
         f"the extension for python {m.py}": lambda f: f.startswith(site + "torch_mspti/") and f.endswith(ext),
-        "the simulated MSPTI library": lambda f: f.startswith(site + "torch_mspti/") and "libmspti" in f,
+        "the simulated MSPTI library": lambda f: f == site + "torch_mspti/lib/libmspti_sim.so",
         "the console script bin/torch-mspti": lambda f: f == "bin/torch-mspti",
         "the autoload module": lambda f: f.startswith(site + "_torch_mspti_autoload/"),
     }
@@ -360,17 +414,18 @@ def inspect_package(path: Path, m: Machine) -> list[str]:
             problems.append(f"{what} is not in the package")
     # Metadata read from inside the archive: the entry point, the build's torch, the pip pin.
     with tempfile.TemporaryDirectory() as tmp:
-        problems += inspect_unpacked(path, Path(tmp), m)
+        problems += inspect_unpacked(path, Path(tmp), m, wheel, depends)
     for problem in problems:
         log(f"PROBLEM: {problem}")
     return problems
 
 
-def inspect_unpacked(path: Path, tmp: Path, m: Machine) -> list[str]:
+def inspect_unpacked(path: Path, tmp: Path, m: Machine, wheel: Path, depends: list[str]) -> list[str]:
     problems = []
     extract(path, tmp)
-    if not (tmp / "info" / "licenses" / "LICENSE").is_file():
-        problems.append("the license is not in the package (info/licenses/LICENSE)")
+    license_file = tmp / "info" / "licenses" / "LICENSE"
+    if not license_file.is_file() or license_file.read_bytes() != (ROOT / "LICENSE").read_bytes():
+        problems.append("info/licenses/LICENSE is missing or is not the project's LICENSE")
     site = tmp / m.site
     entry_points = list(site.glob("torch_mspti-*.dist-info/entry_points.txt"))
     text = entry_points[0].read_text() if entry_points else ""
@@ -378,43 +433,72 @@ def inspect_unpacked(path: Path, tmp: Path, m: Machine) -> list[str]:
         problems.append(f"no torch.backends entry point in {entry_points}: {text!r}")
     if "torch-mspti = torch_mspti_cli:main" not in text:
         problems.append(f"no console_scripts entry torch-mspti in {entry_points}")
+    # The torch and python the extension was really built for, and the pins they call for.
     build_info = site / "torch_mspti" / "_build_info.py"
     info = build_info.read_text() if build_info.is_file() else ""
-    if f'TORCH_VERSION = "{m.torch}' not in info:
-        problems.append(f"_build_info.py does not say torch {m.torch}: {info!r}")
-    metadata = list(site.glob("torch_mspti-*.dist-info/METADATA"))
-    meta = metadata[0].read_text() if metadata else ""
-    if f"Requires-Dist: torch<{m.torch_next},>={m.torch_minor}" not in meta:
-        problems.append(
-            f"METADATA does not pin torch to {m.torch_minor}: {[line for line in meta.splitlines() if 'torch' in line]}"
-        )
-    problems += same_files_as_wheel(site, m)
+    found = re.search(r'TORCH_VERSION = "(\d+)\.(\d+)', info)
+    if not found:
+        problems.append(f"_build_info.py names no torch version: {info!r}")
+    else:
+        major, minor = int(found[1]), int(found[2])
+        pin = f"pytorch >={major}.{minor},<{major}.{minor + 1}.0a0"
+        if pin not in depends:
+            problems.append(f"built against torch {major}.{minor}, but depends {depends} lack {pin!r}")
+        meta = "".join(p.read_text() for p in site.glob("torch_mspti-*.dist-info/METADATA"))
+        if f"Requires-Dist: torch<{major}.{minor + 1},>={major}.{minor}" not in meta:
+            problems.append(f"METADATA does not pin torch to {major}.{minor}")
+    extensions = list(site.glob("torch_mspti/_C.cpython-*-x86_64-linux-gnu.so"))
+    tag = re.match(r"_C\.cpython-(\d)(\d+)-", extensions[0].name) if extensions else None
+    if not tag:
+        problems.append(f"no CPython extension torch_mspti/_C.cpython-*.so: {extensions}")
+    else:
+        py_major, py_minor = int(tag[1]), int(tag[2])
+        for pin in (
+            f"python >={py_major}.{py_minor},<{py_major}.{py_minor + 1}.0a0",
+            f"python_abi {py_major}.{py_minor}.* *_cp{py_major}{py_minor}",
+        ):
+            if pin not in depends:
+                problems.append(f"extension for python {py_major}.{py_minor}, but depends {depends} lack {pin!r}")
+    problems += same_files_as_wheel(site, wheel)
+    # The console script runs the installing prefix's python: its shebang is the build prefix,
+    # which the package records for replacement at install time.
+    paths = json.loads((tmp / "info" / "paths.json").read_text())["paths"]
+    entry = next((p for p in paths if p["_path"] == "bin/torch-mspti"), {})
+    placeholder = entry.get("prefix_placeholder", "")
     script = tmp / "bin" / "torch-mspti"
     first = script.read_text().splitlines()[0] if script.is_file() else ""
-    if not first.startswith("#!") or not first.endswith("/bin/python"):
-        problems.append(f"bin/torch-mspti starts {first!r}, not a shebang to the prefix's python")
+    if not placeholder or first != f"#!{placeholder}/bin/python":
+        problems.append(
+            f"bin/torch-mspti starts {first[:80]!r}, not the build prefix's python (placeholder {placeholder[:60]!r})"
+        )
     return problems
 
 
-def same_files_as_wheel(site: Path, m: Machine) -> list[str]:
-    """The package's site-packages hold what the wheel of this checkout holds (the wheel_report
-    stage leaves it in dist/): the CI variant changes how the build is run, not what it makes."""
-    wheels = sorted((ROOT / "dist").glob(f"torch_mspti-*-{m.cp}-*.whl"))
-    if not wheels:
-        log("no wheel in dist/ to compare the package's files with (run ci/wheel_report.sh first)")
-        return []
+def same_files_as_wheel(site: Path, wheel: Path) -> list[str]:
+    """The package's site-packages hold what the wheel of this checkout holds: the CI variant
+    changes how the build is run, not what it makes."""
     ignored = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")  # written by the installer
-    with zipfile.ZipFile(wheels[-1]) as z:
+    with zipfile.ZipFile(wheel) as z:
         in_wheel = {n for n in z.namelist() if not n.endswith("/") and not n.endswith(ignored)}
     in_package = {str(f.relative_to(site)) for f in site.rglob("*") if f.is_file() and not f.name.endswith(ignored)}
     in_package = {f for f in in_package if "__pycache__" not in f}
     if in_wheel == in_package:
-        log(f"site-packages: the same {len(in_wheel)} files as {wheels[-1].name}")
+        log(f"site-packages: the same {len(in_wheel)} files as {wheel.name}")
         return []
     return [
-        f"site-packages differ from {wheels[-1].name}: only in the package {sorted(in_package - in_wheel)[:10]}, "
+        f"site-packages differ from {wheel.name}: only in the package {sorted(in_package - in_wheel)[:10]}, "
         f"only in the wheel {sorted(in_wheel - in_package)[:10]}"
     ]
+
+
+def checkout_wheel(work: Path) -> Path:
+    """The wheel of this checkout, built by the machine's python (reusing the build tree of an
+    earlier wheel build: after CI's wheel_report stage this takes seconds)."""
+    out = work / "checkout-wheel"
+    shutil.rmtree(out, ignore_errors=True)
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", out, ROOT])
+    (wheel,) = out.glob("torch_mspti-*.whl")
+    return wheel
 
 
 def extract(path: Path, into: Path) -> None:
@@ -438,7 +522,9 @@ def install(channel: Path, work: Path) -> Path:
         )
     )
     log("solved: " + ", ".join(f"{r.name.normalized} {r.version}" for r in records))
-    asyncio.run(rattler.install(records, prefix, cache_dir=work / "pkgs", show_progress=False))
+    cache = work / "pkgs"
+    asyncio.run(rattler.install(records, prefix, cache_dir=cache, show_progress=False))
+    shutil.rmtree(cache)  # the prefix keeps its files (hard links or copies)
     return prefix
 
 
@@ -520,9 +606,10 @@ def main(argv: list[str] | None = None) -> int:
     for old in channel.glob(f"{PLATFORM}/torch-mspti-*.conda"):
         old.unlink()
     package = build(variant_recipe(m, work), channel, work)
-    problems = inspect_package(package, m)
+    problems = inspect_package(package, m, checkout_wheel(work))
     shutil.copy2(package, channel / PLATFORM / package.name)
     index(channel)
+    problems += run_recipe_tests(package, channel)
     prefix = install(channel, work)
     problems += run_installed(prefix, work, m)
     if problems:

@@ -20,7 +20,7 @@ $SUDO apt-get install -y -qq --no-install-recommends cmake g++ ninja-build libgt
 python -m pip install --progress-bar off \
   "torch==2.13.0" \
   "scikit-build-core>=1.0" "nanobind>=2.4" "ninja>=1.10" \
-  "py-rattler-build" \
+  "py-rattler-build==0.73.0" \
   "pytest>=8" "pytest-xdist>=3" "rich>=13"
 
 python - <<'PY'

@@ -27,7 +27,7 @@ namespace torch_mspti::sim {
 class ActivityBuffers {
  public:
   ActivityBuffers(const SimOptions& options, SimCounters& counters)
-      : options_(options), counters_(counters), dispatcher_(callbacks_, counters) {}
+      : options_(options), counters_(counters), dispatcher_(callbacks_, options, counters) {}
   ActivityBuffers(const ActivityBuffers&) = delete;
   ActivityBuffers& operator=(const ActivityBuffers&) = delete;
 

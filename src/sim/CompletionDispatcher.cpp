@@ -86,7 +86,11 @@ bool CompletionDispatcher::spawnWorkerLocked(const ActivityBuffer& buffer) {
   auto self = workers_.emplace(workers_.end());
   try {
     // Assigned while mutex_ is held: the worker touches its node only under mutex_ (at the end).
-    self->thread = std::thread([this, buffer, self] {
+    // completion_delay_ns: the worker starts late (a starved scheduler; MSPTI starts one thread per
+    // full buffer), so the recorder's next buffer request finds this one still out.
+    const auto delayNs = options_.get(Option::kCompletionDelayNs);
+    self->thread = std::thread([this, buffer, self, delayNs] {
+      if (delayNs > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(delayNs));
       deliver(buffer, CallbackContext::kCompleteWorker);
       workerFinished(self);
     });

@@ -18,6 +18,7 @@
 
 #include "CallbackContext.h"
 #include "SimCounters.h"
+#include "SimOptions.h"
 #include "mspti/mspti_activity.h"
 
 namespace torch_mspti::sim {
@@ -37,8 +38,8 @@ struct BufferCallbacks {
 
 class CompletionDispatcher {
  public:
-  CompletionDispatcher(const BufferCallbacks& callbacks, SimCounters& counters)
-      : callbacks_(callbacks), counters_(counters) {}
+  CompletionDispatcher(const BufferCallbacks& callbacks, const SimOptions& options, SimCounters& counters)
+      : callbacks_(callbacks), options_(options), counters_(counters) {}
   CompletionDispatcher(const CompletionDispatcher&) = delete;
   CompletionDispatcher& operator=(const CompletionDispatcher&) = delete;
 
@@ -68,6 +69,7 @@ class CompletionDispatcher {
   void workerFinished(std::list<Worker>::iterator self);
 
   const BufferCallbacks& callbacks_;
+  const SimOptions& options_;
   SimCounters& counters_;
 
   std::mutex mutex_;

@@ -58,6 +58,7 @@ const std::array<OptionSpec, static_cast<size_t>(Option::kCount)>& SimOptions::s
       {"unknown_kind_every", 0, 0, 1000000000},
       {"never_deliver", 0, 0, 1},
       {"foreign_correlation_id", 0, INT64_MIN + 1, INT64_MAX},
+      {"completion_delay_ns", 0, 0, kMaxDurationNs},
   }};
   return kSpecs;
 }

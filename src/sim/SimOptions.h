@@ -38,6 +38,7 @@ enum class Option : size_t {
   kUnknownKindEvery,        // a record of kind 99 precedes every Nth KERNEL record (0 = off)
   kNeverDeliver,            // kernels run but their records never reach a buffer
   kForeignCorrelationId,    // != 0: msptiSimCompleteForeignBuffer's records carry this id (as uint64)
+  kCompletionDelayNs,       // a full buffer's worker waits this long before the complete callback
   kCount
 };
 

@@ -226,6 +226,10 @@ void* msptiSimStreamHandle(uint32_t device, uint32_t stream);
 //                          value read as uint64: -2 is 2^64 - 2), each kernel after its launch
 //                          (EXTERNAL_CORRELATION CUSTOM0 1, RUNTIME_API "LaunchKernelV2"): a
 //                          foreign or misread buffer with a junk correlation id (0)
+//   "completion_delay_ns"  a full buffer's completion worker waits this long before it calls the
+//                          complete callback (a starved scheduler), so the recorder's next
+//                          request finds that buffer still out: a pool of one buffer declines it
+//                          deterministically (0)
 // Returns 0 on success, -1 for an unknown key or an out-of-range value.
 int msptiSimSetOption(const char* key, int64_t value);
 
