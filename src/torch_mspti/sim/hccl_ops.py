@@ -136,7 +136,7 @@ def _future_of(gloo_work) -> torch.futures.Future:
                 return
             fut.set_result(None)
 
-        threading.Thread(target=wait_then_complete, name="hccl-sim-wait", daemon=True).start()
+        threading.Thread(target=wait_then_complete, name=_WAIT_THREAD, daemon=True).start()
         return fut
 
 
@@ -146,6 +146,8 @@ def _future_of(gloo_work) -> torch.futures.Future:
 # So the interpreter's exit waits for them first (wait_for_pending_works, registered with atexit).
 _pending_lock = threading.Lock()
 _pending: set[int] = set()
+_WAIT_THREAD = "hccl-sim-wait"  # a thread that waits for one gloo Work and completes its future
+_EXIT_GRACE_S = 0.05
 _EXIT_WAIT_S = 10.0  # a transfer whose peer is gone never completes: exit anyway after this long
 
 
@@ -157,8 +159,21 @@ def wait_for_pending_works(timeout_s: float = _EXIT_WAIT_S) -> int:
         with _pending_lock:
             left = len(_pending)
         if left == 0 or time.monotonic() >= deadline:
-            return left
+            break
         time.sleep(0.002)
+    # A Work's last callback may have run on one of our waiting threads, which is still returning
+    # through C++ (set_result) and takes the GIL once more: a daemon thread that asks for it while
+    # the interpreter finalises is ended by pthread_exit inside C++ frames, and that is
+    # std::terminate too. So the waiting threads are joined as well.
+    for thread in threading.enumerate():
+        if thread.name == _WAIT_THREAD and thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    # gloo's own threads, after a callback returned, still drop their reference to it, which takes
+    # the GIL: a short grace lets them do so before finalisation begins (CI saw one such abort in
+    # a test run on a loaded 2-core machine).
+    if left == 0:
+        time.sleep(_EXIT_GRACE_S)
+    return left
 
 
 def _work(gloo_works: list, value: list[torch.Tensor], device: torch.device, after=None):
