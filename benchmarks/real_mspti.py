@@ -216,7 +216,10 @@ def plugin_summary(n: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "drain_order": dict(Counter(r["drain"]["order"] for r in runs)),
         "enabled_kinds": runs[-1]["enabled_kinds"],
         "release_in_flight_at_stop": sum(bool((r["release_at_stop"] or {}).get("in_flight")) for r in runs),
-        "unsubscribe_ms": summarize([x["last_unsubscribe_ms"] for x in rel if x.get("last_unsubscribe_ms")]),
+        # a release that made its call (a fast Unsubscribe can take 0.0 ms: not "none")
+        "unsubscribe_ms": summarize(
+            [x["last_unsubscribe_ms"] for x in rel if int(x.get("releases") or 0) > int(x.get("skipped_at_exit") or 0)]
+        ),
         "release_results": dict(Counter(str(x.get("last_result")) for x in rel)),
         "release_errors": sorted({x.get("last_error") for x in rel if x.get("last_error")}),
         "skipped_at_exit": sum(int(x.get("skipped_at_exit") or 0) for x in rel),

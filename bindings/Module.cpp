@@ -49,11 +49,15 @@ NB_MODULE(_C, m) {
   m.def(
       "note_process_exit",
       [] {
+        // A stopped session's Unsubscribe may still be running, or its thread not yet started: it
+        // ends before MSPTI's singletons are destroyed (SubscriptionRelease.h). Waited for before
+        // the process is marked as exiting, so a release thread that starts late still makes its
+        // call (MSPTI is alive until static destruction) rather than skipping it.
+        {
+          nb::gil_scoped_release unlocked;
+          torch_mspti::PluginContext::process().release.waitIdle();
+        }
         torch_mspti::noteProcessExit();
-        // A stopped session's Unsubscribe may still be running: it ends before MSPTI's singletons
-        // are destroyed (SubscriptionRelease.h).
-        nb::gil_scoped_release unlocked;
-        torch_mspti::PluginContext::process().release.waitIdle();
       },
       "Tell the plugin the interpreter is exiting: sessions then make no MSPTI call, and a stopped\n"
       "session's Unsubscribe still in flight is waited for (registered with atexit by the package).");

@@ -529,12 +529,15 @@ def test_the_demo_runs_over_the_real_mspti(cann_root, tmp_path, how):
 
 def test_stop_returns_before_msptis_unsubscribe_and_the_next_mspti_user_gets_the_subscriber(child):
     background, at_stop, after = _sessions(child, "release")
-    # stop() returned while MSPTI's Unsubscribe was still running on the release thread ...
-    assert background["release_after_stop"]["in_flight"] is True, background["release_after_stop"]
+    # stop() left MSPTI's Unsubscribe to the release thread (usually still running when stop()
+    # returned; the real call sometimes ends within a millisecond, so in_flight is not asserted) ...
+    released = background["release_after_stop"]
+    assert released["releases"] >= 1 and (released["in_flight"] or released["last_result"] == 0), released
     # ... and another consumer got the subscriber after it
     assert background["peer_subscribe"] == 0 and background["peer_unsubscribe"] == 0, background
     # unsubscribe_at_stop: nothing in flight after stop(), the consumer is never refused
     assert at_stop["release_after_stop"]["in_flight"] is False, at_stop["release_after_stop"]
+    assert at_stop["release_after_stop"]["releases"] == released["releases"], at_stop["release_after_stop"]
     assert at_stop["peer_subscribe"] == 0 and at_stop["peer_refused"] == 0, at_stop
     for s in (background, at_stop, after):
         assert_every_launch_arrived(s)
