@@ -18,7 +18,8 @@ channel can be reached from CI, so everything the build and the install need com
    as a *CI variant* written to ``build/conda/recipe``: the same package, source, build number,
    run requirements, run constraints and about section, with these differences (each listed in
    ``VARIANT_CHANGES``).
-3. **Inspect** the ``.conda``: metadata and contents (see ``inspect_package``).
+3. **Inspect** the ``.conda``: metadata and contents (see ``inspect_tree``), then the same checks
+   on tampered copies of it, each of which must be caught (``checks_can_fail``).
 4. **Install** it with ``rattler.solve`` and ``rattler.install`` into a fresh prefix from the local
    channel alone, then run ``torch-mspti demo`` and ``torch-mspti doctor`` from that prefix, with
    the environment cleared of the machine's Python paths, and check that every kernel is linked.
@@ -31,10 +32,13 @@ for every probe of the machine's torch.
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
+import configparser
 import copy
 import importlib.metadata as md
 import json
+import logging
 import os
 import re
 import shutil
@@ -50,6 +54,11 @@ import rattler.index
 import rattler.package_streaming
 import rattler_build
 import yaml
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (ci/conda_package.sh installs tomli there)
+    import tomli as tomllib
 from conda_package_handling import conda_fmt
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
@@ -78,6 +87,11 @@ VARIANT_CHANGES = (
     "tests: built with test=skip; the recipe's tests then run through rattler-build against the "
     "local channel, all but the CPU tier of the test suite (too long for this stage)",
 )
+
+
+# whl2conda warns for each marker requirement of a pure wheel it leaves out (convert_wheel checks
+# that none of them applies here) and for numpy's bundled libraries (expected: a pip wheel's).
+logging.getLogger("whl2conda").setLevel(logging.ERROR)
 
 
 def log(message: str) -> None:
@@ -244,8 +258,10 @@ def package_python(m: Machine, channel: Path, work: Path) -> list[Path]:
     return [python, abi]
 
 
-def convert_wheel(wheel: Path, channel: Path, work: Path) -> Path:
-    """A non-torch wheel as a conda package (noarch python, or linux-64 when it has binaries)."""
+def convert_wheel(wheel: Path, channel: Path, work: Path, m: Machine) -> Path:
+    """A non-torch wheel as a conda package (noarch python, or linux-64 when it has binaries).
+    whl2conda leaves out a pure wheel's requirements that carry an environment marker (it cannot
+    evaluate them for noarch): the stage stops if one of them applies to this machine."""
     out = work / "whl2conda"
     shutil.rmtree(out, ignore_errors=True)
     converter = Wheel2CondaConverter(wheel, out)
@@ -259,7 +275,12 @@ def convert_wheel(wheel: Path, channel: Path, work: Path) -> Path:
     # Packed at zstd level 3, not 19: these packages only serve this run (19 takes ~1 min for numpy).
     conda_fmt.ZSTD_COMPRESS_LEVEL = 3
     made = Path(converter.convert())
-    subdir = rattler_build.Package.from_file(made).subdir
+    package = rattler_build.Package.from_file(made)
+    have = {conda_name(d.split()[0]) for d in package.depends}
+    dropped = [spec for spec in conda_requirements(wheel, m) if spec.split()[0] not in have]
+    if dropped:
+        raise SystemExit(f"whl2conda left {dropped} out of {made.name}'s depends: they apply to python {m.py_full}")
+    subdir = package.subdir
     target = subdir_dir(channel, subdir) / made.name
     shutil.move(made, target)
     return target
@@ -279,7 +300,7 @@ def make_channel(m: Machine, work: Path) -> Path:
         if wheel.name.startswith("torch-"):
             made = package_torch(wheel, m, channel, work)
         else:
-            made = convert_wheel(wheel, channel, work)
+            made = convert_wheel(wheel, channel, work, m)
         log(f"channel: {made.relative_to(channel)}")
     for made in package_python(m, channel, work):
         log(f"channel: {made.relative_to(channel)}")
@@ -301,6 +322,12 @@ def variant_recipe(m: Machine, work: Path) -> Path:
     reqs = variant["requirements"]
     reqs["build"] = []
     reqs["host"] = []
+    conditional = [r for r in recipe["requirements"]["run"] if not isinstance(r, str)]
+    if conditional:
+        raise SystemExit(
+            f"recipe/recipe.yaml's run requirements hold conditional entries {conditional}: "
+            "update variant_recipe() and inspect_tree() in ci/conda_package.py to render them"
+        )
     reqs["run"] = m.run_pins() + [r for r in recipe["requirements"]["run"] if r.split()[0] != "python"]
     # The recipe's own command, run by the machine's python into $PREFIX: a change to it (or an
     # `exit 1`) reaches this build.
@@ -357,21 +384,48 @@ def build(recipe: Path, channel: Path, work: Path) -> Path:
     return made
 
 
+def describe_test(test: dict) -> str:
+    """One line for a recipe test: its kind and what it runs."""
+    if "python" in test:
+        spec = test["python"]
+        return f"python: imports {', '.join(spec.get('imports', []))}, pip check {spec.get('pip_check', True)}"
+    script = test.get("script", "")
+    first = script[0] if isinstance(script, list) and script else str(script)
+    return f"script: {first.strip().splitlines()[0][:100] if first.strip() else '?'}"
+
+
+def machine_cann() -> str:
+    """Why this machine may have CANN (its default install folder or an ``ASCEND_*`` variable of
+    its set_env.sh), else "". There, doctor finds a real libmspti.so: the recipe's doctor test
+    and the install's doctor check, which expect a CANN-less builder, do not apply."""
+    if Path("/usr/local/Ascend").exists():
+        return "/usr/local/Ascend exists"
+    names = sorted(k for k in os.environ if k.startswith("ASCEND_"))
+    return f"{', '.join(names)} set" if names else ""
+
+
 def run_recipe_tests(package: Path, channel: Path) -> list[str]:
     """The recipe's own tests, run by rattler-build in a test environment from the channel: all
     but the CPU tier of the test suite (the test with `files`), which takes far longer than this
-    stage may (build_and_test runs that suite on the same build)."""
+    stage may (build_and_test runs that suite on a pip install of the same sources, not on this
+    package)."""
     tests = yaml.safe_load(RECIPE.read_text())["tests"]
     problems = []
     for index, test in enumerate(tests):
-        if "files" in test:
-            log(f"recipe test {index}: skipped here (the CPU tier of the suite; build_and_test runs it)")
+        cann = machine_cann()
+        if cann and "doctor" in describe_test(test):
+            log(f"recipe test {index} ({describe_test(test)}): skipped, it expects no CANN and {cann}")
             continue
-        log(f"recipe test {index}: {next(iter(test))}")
+        if "files" in test:
+            log(
+                f"recipe test {index} ({describe_test(test)}): skipped here (the CPU tier; build_and_test runs it on the same sources)"
+            )
+            continue
+        log(f"recipe test {index} ({describe_test(test)})")
         try:
             rattler_build.test_package(package, channel=[channel.as_uri()], test_index=index)
         except Exception as exc:
-            problems.append(f"recipe test {index} ({next(iter(test))}) failed: {exc}")
+            problems.append(f"recipe test {index} ({describe_test(test)}) failed: {exc}")
     return problems
 
 
@@ -380,61 +434,101 @@ def run_recipe_tests(package: Path, channel: Path) -> list[str]:
 
 
 def inspect_package(path: Path, m: Machine, wheel: Path) -> list[str]:
-    """What is wrong with the built package's metadata and contents (empty when nothing is)."""
-    pkg = rattler_build.Package.from_file(path)
-    problems = []
+    """What is wrong with the built package's metadata and contents (empty when nothing is), read
+    from the unpacked archive; then shows that each check can fail (``checks_can_fail``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "package"
+        extract(path, tree)
+        problems = inspect_tree(tree, m, wheel)
+        for problem in problems:
+            log(f"PROBLEM: {problem}")
+        if not problems:
+            log(f"inspected: metadata, pins, entry points, license, shebang; site-packages as in {wheel.name}")
+            problems += checks_can_fail(tree, Path(tmp), m, wheel)
+    return problems
+
+
+def inspect_tree(tree: Path, m: Machine, wheel: Path) -> list[str]:
+    """The checks of step 3 on an unpacked package (``info/`` and the prefix's files). Each value
+    is checked against a source the CI variant did not copy: the recipe only where the point is
+    that the build kept it."""
+    index_json = json.loads((tree / "info" / "index.json").read_text())
     recipe = yaml.safe_load(RECIPE.read_text())
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    problems = []
     want = {"name": "torch-mspti", "version": str(recipe["context"]["version"]), "subdir": PLATFORM}
     for key, value in want.items():
-        if str(getattr(pkg, key)) != value:
-            problems.append(f"{key} is {getattr(pkg, key)!r}, expected {value!r}")
-    depends = list(pkg.depends)
-    # The recipe's own run requirements, and no CANN dependency; the pins are checked against what
-    # the build really used in inspect_unpacked.
-    for spec in [r for r in recipe["requirements"]["run"] if r.split()[0] != "python"]:
+        if str(index_json.get(key)) != value:
+            problems.append(f"{key} is {index_json.get(key)!r}, expected {value!r}")
+    depends = list(index_json.get("depends", []))
+    site_dir = tree / m.site
+    dist_info = next(site_dir.glob("torch_mspti-*.dist-info"), site_dir / "no-dist-info")
+    metadata = (dist_info / "METADATA").read_text() if (dist_info / "METADATA").is_file() else ""
+    # Run requirements: the recipe's kept by the build, and each of the wheel's own (pyproject's
+    # dependencies, from METADATA) as a conda dependency with the same bounds.
+    for spec in [r for r in recipe["requirements"]["run"] if isinstance(r, str) and r.split()[0] != "python"]:
         if spec not in depends:
             problems.append(f"run requirement {spec!r} of the recipe missing from depends {depends}")
-    if any(d.split()[0].startswith("cann") for d in depends):
-        problems.append(f"CANN is a dependency (it may only be a run constraint): {depends}")
-    if list(pkg.constrains) != recipe["requirements"]["run_constraints"]:
-        problems.append(
-            f"run constraints {list(pkg.constrains)}, the recipe says {recipe['requirements']['run_constraints']}"
+    by_name = {conda_name(d.split()[0]): d for d in depends}
+    for line in metadata.splitlines():
+        if not line.startswith("Requires-Dist:") or "extra ==" in line:
+            continue
+        req = Requirement(line.split(":", 1)[1].strip())
+        dep = by_name.get(conda_name(req.name))
+        bounds = sorted(str(s) for s in req.specifier)
+        # conda writes pip's `<2.14` as `<2.14.0a0` (before every pre-release of 2.14)
+        conda_bounds = (
+            sorted(b.removesuffix(".0a0") for b in dep.split(" ", 1)[1].split(",")) if dep and " " in dep else []
         )
-    files = [str(f) for f in pkg.files]
+        if dep is None or conda_bounds != bounds:
+            problems.append(
+                f"METADATA requires {req}, but depends has {dep!r} (expected {conda_name(req.name)} {','.join(bounds)})"
+            )
+    # CANN (or libmspti in any packaging) is never a dependency, only the run constraint, whose
+    # floor is the oldest MSPTI generation torch-mspti supports (its oldest simulator).
+    if any("cann" in d.split()[0].lower() or "mspti" in d.split()[0].lower() for d in depends):
+        problems.append(f"CANN is a dependency (it may only be a run constraint): {depends}")
+    constrains = list(index_json.get("constrains", []))
+    generations = simulator_generations(site_dir / "torch_mspti" / "_paths.py")
+    floor = f"cann-toolkit >={generations[0].lower()}" if generations else "?"
+    if constrains != [floor]:
+        problems.append(f"run constraints {constrains}, expected [{floor!r}] (the oldest MSPTI generation supported)")
+    # Files: site-packages as the checkout's wheel has them, the console script, the recipe's test
+    # files (rattler-build keeps a test's files in the package), nothing else.
+    paths = json.loads((tree / "info" / "paths.json").read_text())["paths"]
+    files = [p["_path"] for p in paths]
+    test_roots = {
+        f"etc/conda/test-files/torch-mspti/{i}/{entry.rstrip('/')}"
+        for i, test in enumerate(recipe["tests"])
+        for entry in test.get("files", {}).get("source", [])
+    }
+    stray = [
+        f
+        for f in files
+        if not f.startswith(m.site + "/")
+        and f != "bin/torch-mspti"
+        and not any(f == root or f.startswith(root + "/") for root in test_roots)
+    ]
+    if stray:
+        problems.append(f"files outside site-packages, bin/torch-mspti and the recipe's test files: {stray[:10]}")
     site = m.site + "/"
     ext = f".cpython-{m.cp[2:]}-x86_64-linux-gnu.so"
     checks = {
         f"the extension for python {m.py}": lambda f: f.startswith(site + "torch_mspti/") and f.endswith(ext),
-        "the simulated MSPTI library": lambda f: f == site + "torch_mspti/lib/libmspti_sim.so",
         "the console script bin/torch-mspti": lambda f: f == "bin/torch-mspti",
         "the autoload module": lambda f: f.startswith(site + "_torch_mspti_autoload/"),
     }
+    for generation, name in generations_files(site_dir / "torch_mspti" / "_paths.py").items():
+        checks[f"the simulated MSPTI {generation} ({name})"] = lambda f, n=name: f == site + f"torch_mspti/lib/{n}"
+    if not generations:
+        problems.append("torch_mspti/_paths.py names no simulated MSPTI generation")
     for what, check in checks.items():
-        if not any(check(f) for f in files):
+        if not any(check(f) and (tree / f).is_file() for f in files):
             problems.append(f"{what} is not in the package")
-    # Metadata read from inside the archive: the entry point, the build's torch, the pip pin.
-    with tempfile.TemporaryDirectory() as tmp:
-        problems += inspect_unpacked(path, Path(tmp), m, wheel, depends)
-    for problem in problems:
-        log(f"PROBLEM: {problem}")
-    return problems
-
-
-def inspect_unpacked(path: Path, tmp: Path, m: Machine, wheel: Path, depends: list[str]) -> list[str]:
-    problems = []
-    extract(path, tmp)
-    license_file = tmp / "info" / "licenses" / "LICENSE"
-    if not license_file.is_file() or license_file.read_bytes() != (ROOT / "LICENSE").read_bytes():
-        problems.append("info/licenses/LICENSE is missing or is not the project's LICENSE")
-    site = tmp / m.site
-    entry_points = list(site.glob("torch_mspti-*.dist-info/entry_points.txt"))
-    text = entry_points[0].read_text() if entry_points else ""
-    if "[torch.backends]" not in text or "torch_mspti = _torch_mspti_autoload:autoload" not in text:
-        problems.append(f"no torch.backends entry point in {entry_points}: {text!r}")
-    if "torch-mspti = torch_mspti_cli:main" not in text:
-        problems.append(f"no console_scripts entry torch-mspti in {entry_points}")
+    problems += license_problems(tree, index_json, pyproject)
+    problems += entry_point_problems(dist_info)
     # The torch and python the extension was really built for, and the pins they call for.
-    build_info = site / "torch_mspti" / "_build_info.py"
+    build_info = site_dir / "torch_mspti" / "_build_info.py"
     info = build_info.read_text() if build_info.is_file() else ""
     found = re.search(r'TORCH_VERSION = "(\d+)\.(\d+)', info)
     if not found:
@@ -444,13 +538,12 @@ def inspect_unpacked(path: Path, tmp: Path, m: Machine, wheel: Path, depends: li
         pin = f"pytorch >={major}.{minor},<{major}.{minor + 1}.0a0"
         if pin not in depends:
             problems.append(f"built against torch {major}.{minor}, but depends {depends} lack {pin!r}")
-        meta = "".join(p.read_text() for p in site.glob("torch_mspti-*.dist-info/METADATA"))
-        if f"Requires-Dist: torch<{major}.{minor + 1},>={major}.{minor}" not in meta:
+        if f"Requires-Dist: torch<{major}.{minor + 1},>={major}.{minor}" not in metadata:
             problems.append(f"METADATA does not pin torch to {major}.{minor}")
-    extensions = list(site.glob("torch_mspti/_C.cpython-*-x86_64-linux-gnu.so"))
-    tag = re.match(r"_C\.cpython-(\d)(\d+)-", extensions[0].name) if extensions else None
+    extensions = list(site_dir.glob("torch_mspti/_C.cpython-*-x86_64-linux-gnu.so"))
+    tag = re.match(r"_C\.cpython-(\d)(\d+)-", extensions[0].name) if len(extensions) == 1 else None
     if not tag:
-        problems.append(f"no CPython extension torch_mspti/_C.cpython-*.so: {extensions}")
+        problems.append(f"not one CPython extension torch_mspti/_C.cpython-*.so: {extensions}")
     else:
         py_major, py_minor = int(tag[1]), int(tag[2])
         for pin in (
@@ -459,13 +552,12 @@ def inspect_unpacked(path: Path, tmp: Path, m: Machine, wheel: Path, depends: li
         ):
             if pin not in depends:
                 problems.append(f"extension for python {py_major}.{py_minor}, but depends {depends} lack {pin!r}")
-    problems += same_files_as_wheel(site, wheel)
+    problems += same_files_as_wheel(site_dir, wheel)
     # The console script runs the installing prefix's python: its shebang is the build prefix,
     # which the package records for replacement at install time.
-    paths = json.loads((tmp / "info" / "paths.json").read_text())["paths"]
     entry = next((p for p in paths if p["_path"] == "bin/torch-mspti"), {})
     placeholder = entry.get("prefix_placeholder", "")
-    script = tmp / "bin" / "torch-mspti"
+    script = tree / "bin" / "torch-mspti"
     first = script.read_text().splitlines()[0] if script.is_file() else ""
     if not placeholder or first != f"#!{placeholder}/bin/python":
         problems.append(
@@ -474,21 +566,238 @@ def inspect_unpacked(path: Path, tmp: Path, m: Machine, wheel: Path, depends: li
     return problems
 
 
+def generations_files(paths_py: Path) -> dict[str, str]:
+    """``SIMULATOR_GENERATIONS`` of the package's ``torch_mspti/_paths.py`` (read, not imported):
+    MSPTI generation -> simulator library, oldest first."""
+    if not paths_py.is_file():
+        return {}
+    for node in ast.walk(ast.parse(paths_py.read_text())):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "SIMULATOR_GENERATIONS":
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def simulator_generations(paths_py: Path) -> list[str]:
+    return list(generations_files(paths_py))
+
+
+def license_problems(tree: Path, index_json: dict, pyproject: dict) -> list[str]:
+    """The license expression is the wheel's (pyproject), and info/licenses holds the project's
+    Apache-2.0 text and the notices of what is compiled into the extension (nanobind's the same
+    bytes as the nanobind this machine built with)."""
+    problems = []
+    if index_json.get("license") != pyproject["project"]["license"]:
+        problems.append(f"license {index_json.get('license')!r}, pyproject says {pyproject['project']['license']!r}")
+    licenses = tree / "info" / "licenses"
+    found = sorted(str(f.relative_to(licenses)) for f in licenses.rglob("*") if f.is_file())
+    notices = "third_party/licenses"
+    expected = sorted(["LICENSE"] + [f"{notices}/{f.name}" for f in (ROOT / notices).glob("*.txt")])
+    if found != expected:
+        problems.append(f"info/licenses holds {found}, expected {expected}")
+    own = (licenses / "LICENSE").read_text() if (licenses / "LICENSE").is_file() else ""
+    if not re.match(r"\s*Apache License\s+Version 2\.0, January 2004", own):
+        problems.append("info/licenses/LICENSE is not the Apache License 2.0 text")
+    try:
+        nanobind = next(f for f in md.distribution("nanobind").files or [] if f.name == "LICENSE")
+        ours = licenses / notices / "nanobind.txt"
+        if ours.is_file() and ours.read_text() != nanobind.read_text():
+            problems.append("info/licenses/nanobind.txt is not the LICENSE of the nanobind this machine built with")
+    except (md.PackageNotFoundError, StopIteration):
+        log("nanobind's own LICENSE not found on this machine: nanobind.txt checked by name only")
+    robin_file = licenses / notices / "robin-map.txt"
+    robin = robin_file.read_text() if robin_file.is_file() else ""
+    if "MIT License" not in robin or "Thibaut Goetghebuer-Planchon" not in robin:
+        problems.append("info/licenses/robin-map.txt is not robin_map's MIT notice")
+    return problems
+
+
+def entry_point_problems(dist_info: Path) -> list[str]:
+    """The torch.backends entry point (autoload) and the console script, each in its section."""
+    parser = configparser.ConfigParser(delimiters=("=",))
+    parser.optionxform = str  # entry point names are case-sensitive
+    path = dist_info / "entry_points.txt"
+    try:
+        parser.read_string(path.read_text() if path.is_file() else "")
+    except configparser.Error as exc:
+        return [f"{path.name} does not parse: {exc}"]
+    problems = []
+    for section, name, target in (
+        ("torch.backends", "torch_mspti", "_torch_mspti_autoload:autoload"),
+        ("console_scripts", "torch-mspti", "torch_mspti_cli:main"),
+    ):
+        if parser.get(section, name, fallback=None) != target:
+            problems.append(f"no {section} entry point {name} = {target} in {path.name}")
+    return problems
+
+
+def _edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _replace_text(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    if old not in text:
+        raise SystemExit(f"checks_can_fail: {old!r} is not in {path}: update the tampering to the package")
+    path.write_text(text.replace(old, new, 1))
+
+
+def tamperings(m: Machine) -> dict[str, tuple[str, object]]:
+    """Wrong packages to make from a good one: what is changed, the fragment of the problem that
+    must name it, and the change (a function of the unpacked tree)."""
+    site = m.site
+    info = lambda t: t / "info" / "index.json"  # noqa: E731
+    dist = lambda t: next((t / site).glob("torch_mspti-*.dist-info"))  # noqa: E731
+    lib = lambda t, name: t / site / "torch_mspti" / "lib" / name  # noqa: E731
+    depends_without = lambda name: lambda d: d.update(depends=[x for x in d["depends"] if x.split()[0] != name])  # noqa: E731
+    other_torch = f"{m.torch_minor.split('.')[0]}.{int(m.torch_minor.split('.')[1]) - 1}"
+
+    def outside(t: Path) -> None:  # a file the package lists outside its allowed places
+        (t / "lib").mkdir(exist_ok=True)
+        shutil.copy2(lib(t, "libmspti_sim.so"), t / "lib" / "libmspti.so")
+        _edit_json(t / "info" / "paths.json", lambda d: d["paths"].append({"_path": "lib/libmspti.so"}))
+
+    return {
+        "the pytorch pin dropped": ("lack 'pytorch", lambda t: _edit_json(info(t), depends_without("pytorch"))),
+        "CANN as a dependency": (
+            "CANN is a dependency",
+            lambda t: _edit_json(info(t), lambda d: d["depends"].append("ascend-cann-toolkit >=8.0")),
+        ),
+        "libmspti as a dependency": (
+            "CANN is a dependency",
+            lambda t: _edit_json(info(t), lambda d: d["depends"].append("libmspti")),
+        ),
+        "no run constraint": ("run constraints", lambda t: _edit_json(info(t), lambda d: d.update(constrains=[]))),
+        "a run constraint that admits CANN without MSPTI": (
+            "run constraints",
+            lambda t: _edit_json(info(t), lambda d: d.update(constrains=["cann-toolkit >=7.0"])),
+        ),
+        "a recipe run requirement dropped": (
+            "run requirement 'rich",
+            lambda t: _edit_json(info(t), depends_without("rich")),
+        ),
+        "a wheel requirement's bound lost": (
+            "METADATA requires rich>=13",
+            lambda t: _edit_json(
+                info(t), lambda d: d.update(depends=[("rich" if x.startswith("rich ") else x) for x in d["depends"]])
+            ),
+        ),
+        "another version": ("version is", lambda t: _edit_json(info(t), lambda d: d.update(version="0.0.1"))),
+        "another license field": ("license 'MIT'", lambda t: _edit_json(info(t), lambda d: d.update(license="MIT"))),
+        "built for another torch": (
+            f"built against torch {other_torch}",
+            lambda t: _replace_text(
+                t / site / "torch_mspti" / "_build_info.py",
+                f'TORCH_VERSION = "{m.torch_minor}',
+                f'TORCH_VERSION = "{other_torch}',
+            ),
+        ),
+        "the extension for another python": (
+            "extension for python 3.99",
+            lambda t: next((t / site / "torch_mspti").glob("_C.cpython-*.so")).rename(
+                t / site / "torch_mspti" / "_C.cpython-399-x86_64-linux-gnu.so"
+            ),
+        ),
+        "no simulated MSPTI": ("(libmspti_sim.so) is not in the package", lambda t: lib(t, "libmspti_sim.so").unlink()),
+        "a simulated MSPTI that is no library": (
+            "libmspti_sim_8_2.so is not an ELF object",
+            lambda t: lib(t, "libmspti_sim_8_2.so").write_bytes(b"garbage"),
+        ),
+        "a changed Python file": (
+            "torch_mspti/config.py differs",
+            lambda t: (t / site / "torch_mspti" / "config.py").write_text("# changed\n"),
+        ),
+        "no torch.backends entry point": (
+            "no torch.backends entry point",
+            lambda t: _replace_text(dist(t) / "entry_points.txt", "[torch.backends]", "[torch.backend]"),
+        ),
+        "the autoload entry in another section": (
+            "no torch.backends entry point",
+            lambda t: _replace_text(dist(t) / "entry_points.txt", "[torch.backends]", "[torch.backends]\n[other]"),
+        ),
+        "no console script entry": (
+            "no console_scripts entry point",
+            lambda t: _replace_text(dist(t) / "entry_points.txt", "torch-mspti = ", "torch-mspti2 = "),
+        ),
+        "METADATA without the torch pin": (
+            "METADATA does not pin torch",
+            lambda t: _replace_text(dist(t) / "METADATA", "Requires-Dist: torch<", "Requires-Dist: torch-x<"),
+        ),
+        "another license text": (
+            "not the Apache License",
+            lambda t: (t / "info" / "licenses" / "LICENSE").write_text("MIT\n"),
+        ),
+        "no nanobind notice": (
+            "info/licenses holds",
+            lambda t: (t / "info" / "licenses" / "third_party" / "licenses" / "nanobind.txt").unlink(),
+        ),
+        "a stray file in site-packages": (
+            "only in the package",
+            lambda t: (t / site / "torch_mspti" / "stray.txt").write_text("x\n"),
+        ),
+        "a library outside site-packages": ("files outside site-packages", outside),
+        "a fixed shebang": (
+            "bin/torch-mspti starts",
+            lambda t: _replace_text(t / "bin" / "torch-mspti", "#!", "#!/usr/bin/env python\n#"),
+        ),
+    }
+
+
+def checks_can_fail(tree: Path, tmp: Path, m: Machine, wheel: Path) -> list[str]:
+    """Each check of inspect_tree named by a tampering finds it in a copy of the good package:
+    a check that cannot fail would let a wrong package through."""
+    problems = []
+    for what, (fragment, change) in tamperings(m).items():
+        copy_dir = tmp / "tampered"
+        shutil.rmtree(copy_dir, ignore_errors=True)
+        shutil.copytree(tree, copy_dir, symlinks=True)
+        change(copy_dir)
+        found = inspect_tree(copy_dir, m, wheel)
+        if not any(fragment in p for p in found):
+            problems.append(f"the checks let a package with {what} through (expected {fragment!r} in {found})")
+    shutil.rmtree(tmp / "tampered", ignore_errors=True)
+    log(f"the checks found each of {len(tamperings(m))} tampered packages" if not problems else "tampering missed")
+    return problems
+
+
 def same_files_as_wheel(site: Path, wheel: Path) -> list[str]:
     """The package's site-packages hold what the wheel of this checkout holds: the CI variant
-    changes how the build is run, not what it makes."""
+    changes how the build is run, not what it makes. The same file names; every file but the
+    shared objects byte for byte; each shared object an ELF file that defines the same dynamic
+    symbols as the wheel's (the two builds compile the same sources separately)."""
     ignored = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")  # written by the installer
     with zipfile.ZipFile(wheel) as z:
-        in_wheel = {n for n in z.namelist() if not n.endswith("/") and not n.endswith(ignored)}
+        in_wheel = {n: z.read(n) for n in z.namelist() if not n.endswith("/") and not n.endswith(ignored)}
     in_package = {str(f.relative_to(site)) for f in site.rglob("*") if f.is_file() and not f.name.endswith(ignored)}
     in_package = {f for f in in_package if "__pycache__" not in f}
-    if in_wheel == in_package:
-        log(f"site-packages: the same {len(in_wheel)} files as {wheel.name}")
-        return []
-    return [
-        f"site-packages differ from {wheel.name}: only in the package {sorted(in_package - in_wheel)[:10]}, "
-        f"only in the wheel {sorted(in_wheel - in_package)[:10]}"
-    ]
+    if set(in_wheel) != in_package:
+        return [
+            f"site-packages differ from {wheel.name}: only in the package {sorted(in_package - set(in_wheel))[:10]}, "
+            f"only in the wheel {sorted(set(in_wheel) - in_package)[:10]}"
+        ]
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, data in sorted(in_wheel.items()):
+            mine = (site / name).read_bytes()
+            if not name.endswith(".so"):
+                if mine != data:
+                    problems.append(f"{name} differs from the wheel's")
+                continue
+            theirs = Path(tmp) / "wheel.so"
+            theirs.write_bytes(data)
+            expected = dynamic_symbols(theirs)
+            if not expected:
+                problems.append(f"nm read no dynamic symbol from the wheel's {name} (binutils missing?)")
+            elif not mine.startswith(b"\x7fELF") or dynamic_symbols(site / name) != expected:
+                problems.append(f"{name} is not an ELF object with the dynamic symbols of the wheel's")
+    return problems
+
+
+def dynamic_symbols(so: Path) -> set[str]:
+    """The names of the dynamic symbols a shared object defines (binutils' nm)."""
+    out = subprocess.run(["nm", "-D", "--defined-only", "--format=just-symbols", so], capture_output=True, text=True)
+    return set(out.stdout.split()) if out.returncode == 0 else set()
 
 
 def checkout_wheel(work: Path) -> Path:
@@ -530,7 +839,7 @@ def install(channel: Path, work: Path) -> Path:
 
 def run_installed(prefix: Path, work: Path, m: Machine) -> list[str]:
     """Runs the demo and doctor from the prefix; returns what went wrong."""
-    machine_paths = ("PYTHON", "VIRTUAL_ENV", "CONDA", "TORCH_MSPTI", "TORCH_DEVICE_BACKEND_AUTOLOAD", "LD_")
+    machine_paths = ("PYTHON", "VIRTUAL_ENV", "CONDA", "TORCH_MSPTI", "TORCH_DEVICE_BACKEND_AUTOLOAD", "LD_", "ASCEND_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(machine_paths)}
     env["PATH"] = f"{prefix / 'bin'}:/usr/bin:/bin"
     problems = []
@@ -546,6 +855,25 @@ def run_installed(prefix: Path, work: Path, m: Machine) -> list[str]:
     if where.returncode != 0:
         problems.append(f"import failed: {where.stderr[-2000:]}")
         return problems
+    # Every simulated MSPTI generation loads from the prefix and exports MSPTI's entry point.
+    libs = subprocess.run(
+        [prefix / "bin" / "python", "-c", (
+            "import ctypes, torch_mspti\n"
+            "for g in torch_mspti.simulator_generations():\n"
+            "    ctypes.CDLL(torch_mspti.simulator_library(g)).msptiSubscribe\n"
+            "    print(g, torch_mspti.simulator_library(g))"
+        )],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    loaded = libs.stdout.split("\n")
+    for line in filter(None, loaded):
+        if not Path(line.split()[-1]).resolve().is_relative_to(prefix.resolve()):
+            problems.append(f"simulated MSPTI {line} is not inside the prefix {prefix}")
+    log(f"simulated MSPTI generations loaded: {', '.join(line.split()[0] for line in loaded if line)}")
+    if libs.returncode != 0 or len([line for line in loaded if line]) != len(
+        generations_files(prefix / m.site / "torch_mspti" / "_paths.py")
+    ):
+        problems.append(f"a simulated MSPTI does not load from the prefix: {libs.stdout} {libs.stderr[-1500:]}")
     trace = work / "demo-trace.json"
     demo = subprocess.run(
         [prefix / "bin" / "torch-mspti", "demo", "--device", "sim", "--out", trace],
@@ -566,7 +894,9 @@ def run_installed(prefix: Path, work: Path, m: Machine) -> list[str]:
     )
     lib = json.loads(plain.stdout).get("library", {}) if plain.stdout.strip().startswith("{") else {}
     log(f"doctor exit {plain.returncode}: library {lib}")
-    if plain.returncode != 1 or lib.get("available") is not False or "libmspti" not in str(lib.get("reason")):
+    if machine_cann():
+        log(f"doctor without CANN: not checked, {machine_cann()}")
+    elif plain.returncode != 1 or lib.get("available") is not False or "libmspti" not in str(lib.get("reason")):
         problems.append(f"doctor without CANN: exit {plain.returncode} (expected 1 naming libmspti), library {lib}")
     return problems
 

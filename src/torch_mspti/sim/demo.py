@@ -306,7 +306,7 @@ def run(
     print(f"done in {elapsed:.1f} s")
     print(f"  ops      {summary['ops']}")
     print(f"  kernels  {summary['kernels']}  on {summary['lanes']} stream lane(s), {summary['devices']} device(s)")
-    print(f"  linked   {summary['linked']} ({summary['linked_ratio']:.0%} of kernels have an arrow from an op)")
+    print(f"  linked   {summary['linked']} ({summary['linked_ratio']:.1%} of kernels have an arrow from an op)")
     if memcpy or summary["memcpys"] or summary["memsets"]:
         kinds = ", ".join(f"{k} {n}" for k, n in summary["copy_kinds"].items())
         print(f"  copies   {summary['memcpys']} memcpy ({kinds or 'none'}), {summary['memsets']} memset")
