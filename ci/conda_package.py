@@ -396,12 +396,12 @@ def describe_test(test: dict) -> str:
 
 def machine_cann() -> str:
     """Why this machine may have CANN (its default install folder or an ``ASCEND_*`` variable of
-    its set_env.sh), else "". There, doctor finds a real libmspti.so: the recipe's doctor test
+    its set_env.sh naming an existing folder), else "". There, doctor finds a real libmspti.so: the recipe's doctor test
     and the install's doctor check, which expect a CANN-less builder, do not apply."""
     if Path("/usr/local/Ascend").exists():
         return "/usr/local/Ascend exists"
-    names = sorted(k for k in os.environ if k.startswith("ASCEND_"))
-    return f"{', '.join(names)} set" if names else ""
+    names = sorted(k for k, v in os.environ.items() if k.startswith("ASCEND_") and v and Path(v).is_dir())
+    return f"{', '.join(names)} name a CANN folder" if names else ""
 
 
 def run_recipe_tests(package: Path, channel: Path) -> list[str]:
@@ -456,14 +456,17 @@ def inspect_tree(tree: Path, m: Machine, wheel: Path) -> list[str]:
     recipe = yaml.safe_load(RECIPE.read_text())
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     problems = []
-    want = {"name": "torch-mspti", "version": str(recipe["context"]["version"]), "subdir": PLATFORM}
-    for key, value in want.items():
-        if str(index_json.get(key)) != value:
-            problems.append(f"{key} is {index_json.get(key)!r}, expected {value!r}")
     depends = list(index_json.get("depends", []))
     site_dir = tree / m.site
     dist_info = next(site_dir.glob("torch_mspti-*.dist-info"), site_dir / "no-dist-info")
     metadata = (dist_info / "METADATA").read_text() if (dist_info / "METADATA").is_file() else ""
+    # The version is the wheel's public version (METADATA's 0.1.0+torch2.13 is 0.1.0 here: the
+    # pytorch pin tells the minors apart).
+    version = re.search(r"^Version: ([^+\s]+)", metadata, re.M)
+    want = {"name": "torch-mspti", "version": version[1] if version else "?", "subdir": PLATFORM}
+    for key, value in want.items():
+        if str(index_json.get(key)) != value:
+            problems.append(f"{key} is {index_json.get(key)!r}, expected {value!r}")
     # Run requirements: the recipe's kept by the build, and each of the wheel's own (pyproject's
     # dependencies, from METADATA) as a conda dependency with the same bounds.
     for spec in [r for r in recipe["requirements"]["run"] if isinstance(r, str) and r.split()[0] != "python"]:
@@ -651,7 +654,7 @@ def tamperings(m: Machine) -> dict[str, tuple[str, object]]:
     dist = lambda t: next((t / site).glob("torch_mspti-*.dist-info"))  # noqa: E731
     lib = lambda t, name: t / site / "torch_mspti" / "lib" / name  # noqa: E731
     depends_without = lambda name: lambda d: d.update(depends=[x for x in d["depends"] if x.split()[0] != name])  # noqa: E731
-    other_torch = f"{m.torch_minor.split('.')[0]}.{int(m.torch_minor.split('.')[1]) - 1}"
+    other_torch = f"{m.torch_minor.split('.')[0]}.{int(m.torch_minor.split('.')[1]) + 1}"
 
     def outside(t: Path) -> None:  # a file the package lists outside its allowed places
         (t / "lib").mkdir(exist_ok=True)
@@ -683,7 +686,7 @@ def tamperings(m: Machine) -> dict[str, tuple[str, object]]:
                 info(t), lambda d: d.update(depends=[("rich" if x.startswith("rich ") else x) for x in d["depends"]])
             ),
         ),
-        "another version": ("version is", lambda t: _edit_json(info(t), lambda d: d.update(version="0.0.1"))),
+        "another version": ("version is '0.0.1'", lambda t: _edit_json(info(t), lambda d: d.update(version="0.0.1"))),
         "another license field": ("license 'MIT'", lambda t: _edit_json(info(t), lambda d: d.update(license="MIT"))),
         "built for another torch": (
             f"built against torch {other_torch}",
@@ -752,7 +755,13 @@ def checks_can_fail(tree: Path, tmp: Path, m: Machine, wheel: Path) -> list[str]
         copy_dir = tmp / "tampered"
         shutil.rmtree(copy_dir, ignore_errors=True)
         shutil.copytree(tree, copy_dir, symlinks=True)
-        change(copy_dir)
+        try:
+            change(copy_dir)
+        except (OSError, StopIteration) as exc:
+            raise SystemExit(
+                f"checks_can_fail: tampering {what!r} found no file to change ({exc!r}): update tamperings() "
+                "in ci/conda_package.py to the package's files"
+            ) from None
         found = inspect_tree(copy_dir, m, wheel)
         if not any(fragment in p for p in found):
             problems.append(f"the checks let a package with {what} through (expected {fragment!r} in {found})")

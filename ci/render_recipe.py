@@ -98,10 +98,23 @@ def required_from_sources() -> tuple[list[str], list[str], str]:
         req = Requirement(text)
         host.append("pytorch" if req.name == "torch" else f"{req.name} {req.specifier}".strip())
     cmake = (ROOT / "CMakeLists.txt").read_text()
-    languages = re.search(r"project\([^)]*LANGUAGES([^)]*)\)", cmake)
-    compilers = [COMPILER_PACKAGES[lang] for lang in (languages[1].split() if languages else ["CXX"])]
-    minimum = re.search(r"cmake_minimum_required\(VERSION (\d+\.\d+(?:\.\d+)?)", cmake)
+    languages = re.search(r"project\([^)]*LANGUAGES([^)]*)\)", cmake, re.I)
+    # CMake's default languages are C and CXX; a language without a conda compiler here is named
+    compilers = [
+        COMPILER_PACKAGES.get(lang.upper(), f"<a compiler package for {lang}>")
+        for lang in (languages[1].split() if languages else ["C", "CXX"])
+    ]
+    minimum = re.search(r"cmake_minimum_required\(VERSION (\d+\.\d+(?:\.\d+)?)", cmake, re.I)
     return host, compilers, f"cmake >={minimum[1] if minimum else '?'}"
+
+
+def same_spec(a: str, b: str) -> bool:
+    """Two conda specs of the same package with the same set of bounds (in any order)."""
+    name_a, _, bounds_a = a.partition(" ")
+    name_b, _, bounds_b = b.partition(" ")
+    return name_a == name_b and set(filter(None, bounds_a.replace(" ", "").split(","))) == set(
+        filter(None, bounds_b.replace(" ", "").split(","))
+    )
 
 
 def oldest_mspti_generation() -> str:
@@ -146,7 +159,7 @@ def problems_in(platform: str, rendered: list[dict]) -> list[str]:
                 if spec not in build:
                     problems.append(f"{platform}: a cross build needs {spec!r} in build: {build}")
         for spec in host_needed:
-            if spec not in [str(dep) for dep in host]:
+            if not any(same_spec(spec, str(dep)) for dep in host):
                 problems.append(
                     f"{platform}: host lacks {spec!r} (pyproject's build-system or the build command): {host}"
                 )

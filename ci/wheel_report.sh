@@ -64,16 +64,33 @@ echo "needs libstdc++:    $glibcxx_max or newer"
 
 # The README's "Platforms and glibc" numbers are claims: a build that needs newer ones fails here.
 status=0
-if ! grep -q "glibc ${glibc_version}" README.md; then
-  echo "ERROR: README.md does not state 'glibc ${glibc_version}': update its install section." >&2
+if ! grep -qF "**glibc ${glibc_version} or newer**" README.md; then
+  echo "ERROR: README.md does not state '**glibc ${glibc_version} or newer**': update its install section." >&2
   status=1
 fi
-if ! grep -q "$tag" README.md; then
+if ! grep -qF "**\`${tag}\`**" README.md; then
   echo "ERROR: README.md does not name the platform tag ${tag}: update its install section." >&2
   status=1
 fi
-if ! grep -q "\`${glibcxx_max}\`" README.md; then
+if ! grep -qF "\`${glibcxx_max}\`" README.md; then
   echo "ERROR: README.md does not state '${glibcxx_max}' (the newest libstdc++ symbol version needed): update its install section." >&2
+  status=1
+fi
+# The notices of what is compiled into the extension travel with the wheel (third_party/licenses).
+if ! python - "$wheel" <<'PY'
+import sys, zipfile
+from pathlib import Path
+wheel = zipfile.ZipFile(sys.argv[1])
+names = wheel.namelist()
+meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
+text = wheel.read(meta).decode()
+want = ["LICENSE"] + [f"third_party/licenses/{f.name}" for f in sorted(Path("third_party/licenses").glob("*.txt"))]
+missing = [w for w in want if f"License-File: {w}" not in text or meta.replace("METADATA", f"licenses/{w}") not in names]
+if "License-Expression: Apache-2.0 AND BSD-3-Clause AND MIT" not in text or missing:
+    sys.exit(f"ERROR: the wheel's license metadata or files are incomplete (missing {missing})")
+print(f"licenses:           {', '.join(want)}")
+PY
+then
   status=1
 fi
 exit "$status"
