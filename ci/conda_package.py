@@ -36,6 +36,7 @@ import ast
 import asyncio
 import configparser
 import copy
+import hashlib
 import importlib.metadata as md
 import json
 import logging
@@ -556,6 +557,7 @@ def inspect_tree(tree: Path, m: Machine, wheel: Path) -> list[str]:
             if pin not in depends:
                 problems.append(f"extension for python {py_major}.{py_minor}, but depends {depends} lack {pin!r}")
     problems += same_files_as_wheel(site_dir, wheel)
+    problems += integrity_problems(tree, index_json, m, recipe, pyproject)
     # The console script runs the installing prefix's python: its shebang is the build prefix,
     # which the package records for replacement at install time.
     entry = next((p for p in paths if p["_path"] == "bin/torch-mspti"), {})
@@ -566,6 +568,88 @@ def inspect_tree(tree: Path, m: Machine, wheel: Path) -> list[str]:
         problems.append(
             f"bin/torch-mspti starts {first[:80]!r}, not the build prefix's python (placeholder {placeholder[:60]!r})"
         )
+    return problems
+
+
+# bin/torch-mspti after its shebang: pip's console-script stub for torch_mspti_cli:main.
+CONSOLE_STUB = [
+    "# -*- coding: utf-8 -*-",
+    "import re",
+    "import sys",
+    "from torch_mspti_cli import main",
+    "if __name__ == '__main__':",
+    "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])",
+    "    sys.exit(main())",
+]
+
+
+def integrity_problems(tree: Path, index_json: dict, m: Machine, recipe: dict, pyproject: dict) -> list[str]:
+    """What the conda metadata says beyond name and version, and that it describes the files: the
+    exact depends; the platform and build; no features, run_exports or link scripts; paths.json
+    listing exactly the files, as plain hard links with their sizes and hashes, a prefix placeholder
+    only in the console script; the console script's body and mode; only hash-checked or
+    timestamped .pyc files beside their sources."""
+    problems = []
+    run = [r for r in recipe["requirements"]["run"] if r.split()[0] != "python"]
+    if sorted(index_json.get("depends", [])) != sorted(m.run_pins() + run):
+        problems.append(f"depends {index_json.get('depends')}, expected exactly {m.run_pins() + run}")
+    number = recipe["build"]["number"]
+    expected = {
+        "arch": "x86_64",
+        "platform": "linux",
+        "build_number": number,
+        "build": f"py{m.cp[2:]}_torch{m.torch_minor.replace('.', '')}_ci_{number}",
+    }
+    for key, value in expected.items():
+        if index_json.get(key) != value:
+            problems.append(f"index.json {key} is {index_json.get(key)!r}, expected {value!r}")
+    for key in ("noarch", "track_features", "features"):
+        if key in index_json:
+            problems.append(f"index.json has {key}: {index_json[key]!r} (a linux-64 package of this recipe has none)")
+    for name in ("run_exports.json", "link.json"):
+        if (tree / "info" / name).exists():
+            problems.append(f"info/{name} exists: the recipe declares no run_exports and no noarch link")
+    about = json.loads((tree / "info" / "about.json").read_text()) if (tree / "info" / "about.json").is_file() else {}
+    if about.get("license") != pyproject["project"]["license"]:
+        problems.append(
+            f"about.json license {about.get('license')!r}, pyproject says {pyproject['project']['license']!r}"
+        )
+    paths = json.loads((tree / "info" / "paths.json").read_text())["paths"]
+    listed = {p["_path"]: p for p in paths}
+    on_disk = {
+        str(f.relative_to(tree)) for f in tree.rglob("*") if not f.is_dir() and f.relative_to(tree).parts[0] != "info"
+    }
+    if set(listed) != on_disk:
+        problems.append(
+            f"paths.json and the files differ: listed only {sorted(set(listed) - on_disk)[:5]}, "
+            f"present only {sorted(on_disk - set(listed))[:5]}"
+        )
+    for path, entry in sorted(listed.items()):
+        f = tree / path
+        if entry.get("path_type") != "hardlink" or f.is_symlink():
+            problems.append(
+                f"{path} is a {entry.get('path_type')}{' (a symlink)' if f.is_symlink() else ''}, not a file"
+            )
+        elif f.is_file() and (
+            f.stat().st_size != entry.get("size_in_bytes")
+            or hashlib.sha256(f.read_bytes()).hexdigest() != entry.get("sha256")
+        ):
+            problems.append(f"{path}: size or sha256 differs from paths.json")
+        if "prefix_placeholder" in entry and path != "bin/torch-mspti":
+            problems.append(f"{path} has a prefix placeholder (only bin/torch-mspti may)")
+    script = tree / "bin" / "torch-mspti"
+    if script.is_file():
+        if script.read_text().splitlines()[1:] != CONSOLE_STUB:
+            problems.append(
+                f"bin/torch-mspti runs {script.read_text().splitlines()[1:]}, not pip's stub for torch_mspti_cli:main"
+            )
+        if not script.stat().st_mode & 0o111:
+            problems.append("bin/torch-mspti is not executable")
+    for pyc in (tree / m.site).rglob("*.pyc"):
+        source = pyc.parent.parent / (pyc.name.split(".")[0] + ".py")
+        flags = int.from_bytes(pyc.read_bytes()[4:8], "little")
+        if pyc.parent.name != "__pycache__" or not source.is_file() or flags == 1:
+            problems.append(f"{pyc.relative_to(tree)}: a .pyc without its source, or one Python runs unchecked")
     return problems
 
 
@@ -656,6 +740,17 @@ def tamperings(m: Machine) -> dict[str, tuple[str, object]]:
     depends_without = lambda name: lambda d: d.update(depends=[x for x in d["depends"] if x.split()[0] != name])  # noqa: E731
     other_torch = f"{m.torch_minor.split('.')[0]}.{int(m.torch_minor.split('.')[1]) + 1}"
 
+    def swap_generations(t: Path) -> None:  # two libraries with the same symbols, other SONAMEs
+        a, b = lib(t, "libmspti_sim_8_1.so"), lib(t, "libmspti_sim_8_2.so")
+        data = a.read_bytes()
+        a.write_bytes(b.read_bytes())
+        b.write_bytes(data)
+
+    def unchecked_pyc(t: Path) -> None:  # flags 1: an unchecked hash-based .pyc
+        pyc = next((t / site / "torch_mspti").glob("__pycache__/*.pyc"))
+        data = pyc.read_bytes()
+        pyc.write_bytes(data[:4] + (1).to_bytes(4, "little") + data[8:])
+
     def outside(t: Path) -> None:  # a file the package lists outside its allowed places
         (t / "lib").mkdir(exist_ok=True)
         shutil.copy2(lib(t, "libmspti_sim.so"), t / "lib" / "libmspti.so")
@@ -740,6 +835,24 @@ def tamperings(m: Machine) -> dict[str, tuple[str, object]]:
             lambda t: (t / site / "torch_mspti" / "stray.txt").write_text("x\n"),
         ),
         "a library outside site-packages": ("files outside site-packages", outside),
+        "two simulated MSPTI generations swapped": ("NEEDED and SONAME of the wheel's", swap_generations),
+        "an extra dependency": (
+            "expected exactly",
+            lambda t: _edit_json(info(t), lambda d: d["depends"].append("cudatoolkit >=11.8")),
+        ),
+        "a file listed that is not there": (
+            "paths.json and the files differ",
+            lambda t: _edit_json(t / "info" / "paths.json", lambda d: d["paths"].append({"_path": "ghost.py"})),
+        ),
+        "run_exports added": (
+            "info/run_exports.json exists",
+            lambda t: (t / "info" / "run_exports.json").write_text("{}"),
+        ),
+        "another console-script body": (
+            "not pip's stub",
+            lambda t: _replace_text(t / "bin" / "torch-mspti", "sys.exit(main())", "sys.exit(0)"),
+        ),
+        "a .pyc Python runs unchecked": ("runs unchecked", unchecked_pyc),
         "a fixed shebang": (
             "bin/torch-mspti starts",
             lambda t: _replace_text(t / "bin" / "torch-mspti", "#!", "#!/usr/bin/env python\n#"),
@@ -798,9 +911,24 @@ def same_files_as_wheel(site: Path, wheel: Path) -> list[str]:
             expected = dynamic_symbols(theirs)
             if not expected:
                 problems.append(f"nm read no dynamic symbol from the wheel's {name} (binutils missing?)")
-            elif not mine.startswith(b"\x7fELF") or dynamic_symbols(site / name) != expected:
-                problems.append(f"{name} is not an ELF object with the dynamic symbols of the wheel's")
+            elif (
+                not mine.startswith(b"\x7fELF")
+                or dynamic_symbols(site / name) != expected
+                or linkage(site / name) != linkage(theirs)
+            ):
+                problems.append(
+                    f"{name} is not an ELF object with the dynamic symbols, NEEDED and SONAME of the wheel's"
+                )
     return problems
+
+
+def linkage(so: Path) -> list[str]:
+    """A shared object's NEEDED and SONAME entries (binutils' readelf); RPATH differs by design
+    (rattler-build rewrites it)."""
+    out = subprocess.run(["readelf", "-d", so], capture_output=True, text=True)
+    return sorted(
+        line.split(None, 1)[1] for line in out.stdout.splitlines() if "(NEEDED)" in line or "(SONAME)" in line
+    )
 
 
 def dynamic_symbols(so: Path) -> set[str]:
