@@ -32,7 +32,6 @@ for every probe of the machine's torch.
 from __future__ import annotations
 
 import argparse
-import ast
 import asyncio
 import configparser
 import copy
@@ -63,6 +62,7 @@ except ModuleNotFoundError:  # Python 3.10 (ci/conda_package.sh installs tomli t
 from conda_package_handling import conda_fmt
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
+from render_recipe import simulator_generations_in  # ci/, beside this script
 from whl2conda.api.converter import CondaPackageFormat, Wheel2CondaConverter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -412,8 +412,8 @@ def run_recipe_tests(package: Path, channel: Path) -> list[str]:
     package)."""
     tests = yaml.safe_load(RECIPE.read_text())["tests"]
     problems = []
+    cann = machine_cann()
     for index, test in enumerate(tests):
-        cann = machine_cann()
         if cann and "doctor" in describe_test(test):
             log(f"recipe test {index} ({describe_test(test)}): skipped, it expects no CANN and {cann}")
             continue
@@ -493,7 +493,7 @@ def inspect_tree(tree: Path, m: Machine, wheel: Path) -> list[str]:
     if any("cann" in d.split()[0].lower() or "mspti" in d.split()[0].lower() for d in depends):
         problems.append(f"CANN is a dependency (it may only be a run constraint): {depends}")
     constrains = list(index_json.get("constrains", []))
-    generations = simulator_generations(site_dir / "torch_mspti" / "_paths.py")
+    generations = list(simulator_generations_in(site_dir / "torch_mspti" / "_paths.py"))
     floor = f"cann-toolkit >={generations[0].lower()}" if generations else "?"
     if constrains != [floor]:
         problems.append(f"run constraints {constrains}, expected [{floor!r}] (the oldest MSPTI generation supported)")
@@ -522,7 +522,7 @@ def inspect_tree(tree: Path, m: Machine, wheel: Path) -> list[str]:
         "the console script bin/torch-mspti": lambda f: f == "bin/torch-mspti",
         "the autoload module": lambda f: f.startswith(site + "_torch_mspti_autoload/"),
     }
-    for generation, name in generations_files(site_dir / "torch_mspti" / "_paths.py").items():
+    for generation, name in simulator_generations_in(site_dir / "torch_mspti" / "_paths.py").items():
         checks[f"the simulated MSPTI {generation} ({name})"] = lambda f, n=name: f == site + f"torch_mspti/lib/{n}"
     if not generations:
         problems.append("torch_mspti/_paths.py names no simulated MSPTI generation")
@@ -557,7 +557,7 @@ def inspect_tree(tree: Path, m: Machine, wheel: Path) -> list[str]:
             if pin not in depends:
                 problems.append(f"extension for python {py_major}.{py_minor}, but depends {depends} lack {pin!r}")
     problems += same_files_as_wheel(site_dir, wheel)
-    problems += integrity_problems(tree, index_json, m, recipe, pyproject)
+    problems += integrity_problems(tree, index_json, paths, m, recipe, pyproject)
     # The console script runs the installing prefix's python: its shebang is the build prefix,
     # which the package records for replacement at install time.
     entry = next((p for p in paths if p["_path"] == "bin/torch-mspti"), {})
@@ -583,7 +583,9 @@ CONSOLE_STUB = [
 ]
 
 
-def integrity_problems(tree: Path, index_json: dict, m: Machine, recipe: dict, pyproject: dict) -> list[str]:
+def integrity_problems(
+    tree: Path, index_json: dict, paths: list[dict], m: Machine, recipe: dict, pyproject: dict
+) -> list[str]:
     """What the conda metadata says beyond name and version, and that it describes the files: the
     exact depends; the platform and build; no features, run_exports or link scripts; paths.json
     listing exactly the files, as plain hard links with their sizes and hashes, a prefix placeholder
@@ -614,7 +616,6 @@ def integrity_problems(tree: Path, index_json: dict, m: Machine, recipe: dict, p
         problems.append(
             f"about.json license {about.get('license')!r}, pyproject says {pyproject['project']['license']!r}"
         )
-    paths = json.loads((tree / "info" / "paths.json").read_text())["paths"]
     listed = {p["_path"]: p for p in paths}
     on_disk = {
         str(f.relative_to(tree)) for f in tree.rglob("*") if not f.is_dir() and f.relative_to(tree).parts[0] != "info"
@@ -651,21 +652,6 @@ def integrity_problems(tree: Path, index_json: dict, m: Machine, recipe: dict, p
         if pyc.parent.name != "__pycache__" or not source.is_file() or flags == 1:
             problems.append(f"{pyc.relative_to(tree)}: a .pyc without its source, or one Python runs unchecked")
     return problems
-
-
-def generations_files(paths_py: Path) -> dict[str, str]:
-    """``SIMULATOR_GENERATIONS`` of the package's ``torch_mspti/_paths.py`` (read, not imported):
-    MSPTI generation -> simulator library, oldest first."""
-    if not paths_py.is_file():
-        return {}
-    for node in ast.walk(ast.parse(paths_py.read_text())):
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "SIMULATOR_GENERATIONS":
-            return ast.literal_eval(node.value)
-    return {}
-
-
-def simulator_generations(paths_py: Path) -> list[str]:
-    return list(generations_files(paths_py))
 
 
 def license_problems(tree: Path, index_json: dict, pyproject: dict) -> list[str]:
@@ -1008,7 +994,7 @@ def run_installed(prefix: Path, work: Path, m: Machine) -> list[str]:
             problems.append(f"simulated MSPTI {line} is not inside the prefix {prefix}")
     log(f"simulated MSPTI generations loaded: {', '.join(line.split()[0] for line in loaded if line)}")
     if libs.returncode != 0 or len([line for line in loaded if line]) != len(
-        generations_files(prefix / m.site / "torch_mspti" / "_paths.py")
+        simulator_generations_in(prefix / m.site / "torch_mspti" / "_paths.py")
     ):
         problems.append(f"a simulated MSPTI does not load from the prefix: {libs.stdout} {libs.stderr[-1500:]}")
     trace = work / "demo-trace.json"
@@ -1031,8 +1017,9 @@ def run_installed(prefix: Path, work: Path, m: Machine) -> list[str]:
     )
     lib = json.loads(plain.stdout).get("library", {}) if plain.stdout.strip().startswith("{") else {}
     log(f"doctor exit {plain.returncode}: library {lib}")
-    if machine_cann():
-        log(f"doctor without CANN: not checked, {machine_cann()}")
+    cann = machine_cann()
+    if cann:
+        log(f"doctor without CANN: not checked, {cann}")
     elif plain.returncode != 1 or lib.get("available") is not False or "libmspti" not in str(lib.get("reason")):
         problems.append(f"doctor without CANN: exit {plain.returncode} (expected 1 naming libmspti), library {lib}")
     return problems

@@ -117,14 +117,24 @@ def same_spec(a: str, b: str) -> bool:
     )
 
 
-def oldest_mspti_generation() -> str:
-    """The oldest MSPTI generation torch-mspti supports: the first of SIMULATOR_GENERATIONS
-    (src/torch_mspti/_paths.py, read, not imported)."""
-    tree = ast.parse((ROOT / "src" / "torch_mspti" / "_paths.py").read_text())
-    for node in ast.walk(tree):
+def simulator_generations_in(paths_py: Path) -> dict[str, str]:
+    """``SIMULATOR_GENERATIONS`` of a ``torch_mspti/_paths.py`` (read, not imported): MSPTI
+    generation -> simulator library, oldest first; empty when the file or the name is missing.
+    Also read by ci/conda_package.py from the built package."""
+    if not paths_py.is_file():
+        return {}
+    for node in ast.walk(ast.parse(paths_py.read_text())):
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "SIMULATOR_GENERATIONS":
-            return next(iter(ast.literal_eval(node.value)))
-    raise RuntimeError("src/torch_mspti/_paths.py has no SIMULATOR_GENERATIONS")
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def oldest_mspti_generation() -> str:
+    """The oldest MSPTI generation torch-mspti supports: the first of SIMULATOR_GENERATIONS."""
+    generations = simulator_generations_in(ROOT / "src" / "torch_mspti" / "_paths.py")
+    if not generations:
+        raise RuntimeError("src/torch_mspti/_paths.py has no SIMULATOR_GENERATIONS")
+    return next(iter(generations))
 
 
 def problems_in(platform: str, rendered: list[dict]) -> list[str]:

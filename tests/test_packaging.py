@@ -293,7 +293,7 @@ def test_recipe_renders_for_both_linux_platforms():
     pytest.importorskip("rattler_build", reason="py-rattler-build is not installed (ci/install.sh installs it)")
     script = REPO / "ci" / "render_recipe.py"
     if not script.is_file():
-        pytest.skip("ci/ is not beside the tests")
+        pytest.skip("ci/ is not beside the tests: a copy of tests/ without the source tree")
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # 3 Pythons x 8 torch minors (recipe/variants.yaml)
@@ -324,7 +324,7 @@ def test_recipe_check_refuses_a_recipe_the_build_could_not_use(tmp_path):
     pytest.importorskip("rattler_build", reason="py-rattler-build is not installed (ci/install.sh installs it)")
     script = REPO / "ci" / "render_recipe.py"
     if not script.is_file():
-        pytest.skip("ci/ is not beside the tests")
+        pytest.skip("ci/ is not beside the tests: a copy of tests/ without the source tree")
     shutil.copytree(REPO / "recipe", tmp_path / "recipe")
     recipe = tmp_path / "recipe" / "recipe.yaml"
     text = recipe.read_text()
