@@ -139,7 +139,8 @@ std::unique_ptr<RecordStore> fill(const Synthetic& s) {
 
 LaunchTable prepare(RecordStore& store, const Synthetic& s, SessionCounters& counters) {
   store.seal();
-  LaunchTable t = LaunchTable::build(store, HostClock::realtime(), s.window, {}, counters);
+  Admission admission(HostClock::realtime(), s.window, store.ledger(), counters);
+  LaunchTable t = LaunchTable::build(store, admission, {}, counters);
   store.releaseConsumed();  // as the session does: the table holds the kept rows and launches from here on
   return t;
 }

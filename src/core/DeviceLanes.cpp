@@ -33,6 +33,15 @@ std::vector<libkineto::ResourceInfo> DeviceLanes::resourceInfos() const {
   for (const auto& [pid, tid] : launchThreads_) {
     out.push_back(compat::makeResourceInfo(pid, tid, tid, fmt::format("NPU launch thread {}", tid)));
   }
+  for (const auto& [pid, lane] : rangeLanes_) {
+    const bool host = lane >= kHostRangeLanes;
+    const int32_t slot = lane - (host ? kHostRangeLanes : kDeviceRangeLanes);
+    const int32_t of = slot / kRangeLevels, level = slot % kRangeLevels;
+    const std::string more = level ? fmt::format(" ({})", level + 1) : std::string();
+    out.push_back(compat::makeResourceInfo(
+        pid, lane, lane,
+        host ? fmt::format("mstx ranges {}{}", of, more) : fmt::format("stream {} mstx ranges{}", of, more)));
+  }
   return out;
 }
 

@@ -23,6 +23,15 @@
 namespace torch_mspti {
 
 inline constexpr int32_t kMemoryLane = 0x10000;
+// mstx ranges are drawn on lanes of their own, beside the lane they were recorded on, so that
+// every lane nests (MarkerActivities.h): a device range of stream s on lane kDeviceRangeLanes +
+// s * kRangeLevels + level ("stream s mstx ranges", after the memory lane), a host range of
+// thread t on kHostRangeLanes + t * kRangeLevels + level ("mstx ranges <t>"); Linux thread ids
+// are below 2^22 (pid_max), stream ids below 2^16 (mspti.md 4). Level 0 holds every range that
+// nests with the ones before it; a range that crosses one goes one level down ("... (2)").
+inline constexpr int32_t kRangeLevels = 8;
+inline constexpr int32_t kDeviceRangeLanes = 0x20000;
+inline constexpr int32_t kHostRangeLanes = 0x40000000;
 
 class DeviceLanes {
  public:
@@ -34,6 +43,8 @@ class DeviceLanes {
   void usePeerNames(bool on) { peerNames_ = on; }
   void addLaunchThread(int32_t pid, int32_t tid) { launchThreads_.emplace(pid, tid); }
   void addMemoryLane(int32_t device) { streams_.emplace(device, kMemoryLane); }
+  // A lane of mstx ranges (kDeviceRangeLanes, kHostRangeLanes): `pid` is the device or the process.
+  void addRangeLane(int32_t pid, int32_t lane) { rangeLanes_.emplace(pid, lane); }
   std::vector<int32_t> devices() const;
 
   libkineto::DeviceInfo deviceInfo(int32_t device) const;
@@ -42,6 +53,7 @@ class DeviceLanes {
  private:
   std::set<std::pair<int32_t, int32_t>> streams_;        // (device, stream)
   std::set<std::pair<int32_t, int32_t>> launchThreads_;  // (pid, tid)
+  std::set<std::pair<int32_t, int32_t>> rangeLanes_;     // (pid or device, lane)
   bool peerNames_ = false;
 };
 

@@ -209,37 +209,54 @@ void readMarker(const uint8_t* p, uint32_t, RecordReader& in) {
 using C = ConfigSnapshot;
 using S = SessionCounters;
 
+// The admission columns (Admission.h), by record shape.
+constexpr AdmissionRule kNeverKept{};
+// Kernel and collective rows: device times, windowed by their launch call, stale by id.
+constexpr AdmissionRule kDeviceTimed{TimeBase::kDevice, WindowBy::kLaunchCall, StaleBy::kCorrelationId};
+// Copy and memset rows: the host call's span on MSPTI's host clock (mspti.md 5.7).
+constexpr AdmissionRule kHostTimedRow{TimeBase::kHost, WindowBy::kLaunchCall, StaleBy::kCorrelationId};
+// MEMORY records: the allocation call's span on the host clock (mspti.md 5.8), windowed by it.
+constexpr AdmissionRule kHostEvent{TimeBase::kHost, WindowBy::kOwnTime, StaleBy::kCorrelationId};
+// MARKER records: host records on the host clock, device records on the device's (mspti.md 4);
+// no correlation id: a late marker of an earlier session lies before this one's start.
+constexpr AdmissionRule kMarkerRule{TimeBase::kBySource, WindowBy::kOwnTime, StaleBy::kNever};
+// API calls: host clock (HostClock decides it from them); evidence for the launches they make.
+constexpr AdmissionRule kCall{TimeBase::kHost, WindowBy::kLaunchedRows, StaleBy::kCorrelationId};
+// External correlations: no time; evidence for the launch they name.
+constexpr AdmissionRule kExternal{TimeBase::kUntimed, WindowBy::kLaunchedRows, StaleBy::kCorrelationId};
+
 // One row per kind, indexed by the kind's value. HCCL is walked and counted, not collected.
 constexpr KindHandler kKindHandlers[] = {
-    {MSPTI_ACTIVITY_KIND_INVALID, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, nullptr,
-     nullptr, nullptr, nullptr},
-    {MSPTI_ACTIVITY_KIND_MARKER, &C::enableMarkers, KeptAs::kMarker, TraceRow::kNone, LaunchClass::kNone, true, nullptr,
-     &readMarker, nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_INVALID, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, kNeverKept,
+     nullptr, nullptr, nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_MARKER, &C::enableMarkers, KeptAs::kMarker, TraceRow::kNone, LaunchClass::kNone, true,
+     kMarkerRule, nullptr, &readMarker, nullptr, nullptr},
     {MSPTI_ACTIVITY_KIND_KERNEL, &C::enableKernels, KeptAs::kDeviceRow, TraceRow::kKernel, LaunchClass::kKernel, true,
-     &S::kernels, &readKernel, &nameOf, &describeKernel},
-    {MSPTI_ACTIVITY_KIND_API, &C::enableApiRecords, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true,
+     kDeviceTimed, &S::kernels, &readKernel, &nameOf, &describeKernel},
+    {MSPTI_ACTIVITY_KIND_API, &C::enableApiRecords, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true, kCall,
      nullptr, &readApi, nullptr, nullptr},
-    {MSPTI_ACTIVITY_KIND_HCCL, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, nullptr, nullptr,
-     nullptr, nullptr},
+    {MSPTI_ACTIVITY_KIND_HCCL, nullptr, KeptAs::kNothing, TraceRow::kNone, LaunchClass::kNone, true, kNeverKept,
+     nullptr, nullptr, nullptr, nullptr},
     // Instants and a counter track per device (MemoryActivities), not rows of a launch.
     {MSPTI_ACTIVITY_KIND_MEMORY, &C::enableMemory, KeptAs::kMemoryEvent, TraceRow::kNone, LaunchClass::kMemory, false,
-     &S::memoryEvents, &readMemory, nullptr, nullptr},
+     kHostEvent, &S::memoryEvents, &readMemory, nullptr, nullptr},
     {MSPTI_ACTIVITY_KIND_MEMSET, &C::enableMemcpyMemset, KeptAs::kDeviceRow, TraceRow::kMemset, LaunchClass::kMemset,
-     false, &S::memsets, &readMemset, &memsetName, &describeMemset},
+     false, kHostTimedRow, &S::memsets, &readMemset, &memsetName, &describeMemset},
     {MSPTI_ACTIVITY_KIND_MEMCPY, &C::enableMemcpyMemset, KeptAs::kDeviceRow, TraceRow::kMemcpy, LaunchClass::kMemcpy,
-     false, &S::memcpys, &readMemcpy, &memcpyName, &describeMemcpy},
+     false, kHostTimedRow, &S::memcpys, &readMemcpy, &memcpyName, &describeMemcpy},
     {MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, &C::enableExternalCorrelation, KeptAs::kExternalCorrelation,
-     TraceRow::kNone, LaunchClass::kNone, true, nullptr, &readExternalCorrelation, nullptr, nullptr},
+     TraceRow::kNone, LaunchClass::kNone, true, kExternal, nullptr, &readExternalCorrelation, nullptr, nullptr},
     {MSPTI_ACTIVITY_KIND_COMMUNICATION, &C::enableCommunication, KeptAs::kDeviceRow, TraceRow::kKernel,
-     LaunchClass::kCommunication, true, &S::communications, &readCommunication, &nameOf, &describeCommunication},
+     LaunchClass::kCommunication, true, kDeviceTimed, &S::communications, &readCommunication, &nameOf,
+     &describeCommunication},
     // ACL_API and NODE_API are kept when a library gives them (MSPTI 26.0), never enabled: the
     // launch calls are RUNTIME_API records (mspti.md 3.2, 8).
-    {MSPTI_ACTIVITY_KIND_ACL_API, nullptr, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true, nullptr,
+    {MSPTI_ACTIVITY_KIND_ACL_API, nullptr, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true, kCall, nullptr,
      &readApi, nullptr, nullptr},
-    {MSPTI_ACTIVITY_KIND_NODE_API, nullptr, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true, nullptr,
+    {MSPTI_ACTIVITY_KIND_NODE_API, nullptr, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true, kCall, nullptr,
      &readApi, nullptr, nullptr},
     {MSPTI_ACTIVITY_KIND_RUNTIME_API, &C::enableApiRecords, KeptAs::kApiCall, TraceRow::kNone, LaunchClass::kNone, true,
-     nullptr, &readApi, nullptr, nullptr},
+     kCall, nullptr, &readApi, nullptr, nullptr},
 };
 
 static_assert(sizeof(kKindHandlers) / sizeof(kKindHandlers[0]) == kActivityKindCount, "one row per MSPTI kind");
@@ -253,10 +270,20 @@ constexpr bool handlersInOrderAndComplete() {
     if (device != (h.row != TraceRow::kNone)) return false;
     if (device && (!h.rowName || !h.describe || !h.rows || h.answers == LaunchClass::kNone)) return false;
     if ((h.keptAs == KeptAs::kNothing) != (h.read == nullptr)) return false;
+    // A kept kind says its clock, its window and its stale rule (Admission.h).
+    const AdmissionRule& a = h.admit;
+    if (h.keptAs != KeptAs::kNothing &&
+        (a.time == TimeBase::kUnset || a.window == WindowBy::kUnset || a.stale == StaleBy::kUnset))
+      return false;
+    // Rows and events are windowed on their own account; calls and externals only describe launches.
+    const bool windowed = device || h.keptAs == KeptAs::kMemoryEvent || h.keptAs == KeptAs::kMarker;
+    if (windowed == (a.window == WindowBy::kLaunchedRows) && h.keptAs != KeptAs::kNothing) return false;
+    if (device && a.window != WindowBy::kLaunchCall) return false;
   }
   return true;
 }
-static_assert(handlersInOrderAndComplete(), "kKindHandlers: indexed by kind, each kept kind with its handlers");
+static_assert(handlersInOrderAndComplete(),
+              "kKindHandlers: indexed by kind, each kept kind with its handlers and its admission rule");
 
 }  // namespace
 

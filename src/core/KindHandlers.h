@@ -11,6 +11,8 @@
 //    pending launches its records complete (the drain waits on them); `pulledByDisable`: whether
 //    MSPTI's Disable flushes the kind's driver channel (mspti.md 2.3: MARKER, KERNEL, HCCL and
 //    COMMUNICATION are; copies, memsets and memory records come through the ACL hooks instead);
+//  * `admit`: how the session's admission decides its records (Admission.h): which clock its
+//    times are on, how it is windowed, whether it can be an earlier session's;
 //  * `read`: copies one record out of a buffer; `rowName` and `describe`: the row's name and
 //    facts; `rows`: the session counter of the rows built.
 // Adding a kind is one row here and, if its records are kept, its read/rowName/describe functions
@@ -27,6 +29,7 @@
 #include <mspti/mspti_activity.h>
 
 #include "ActivityKinds.h"
+#include "Admission.h"
 #include "Config.h"
 #include "MsptiRecordWalker.h"
 #include "NameTable.h"
@@ -75,9 +78,10 @@ struct KindHandler {
   bool ConfigSnapshot::* enabledBy;  // the setting that collects the kind; nullptr: never enabled
   KeptAs keptAs;
   TraceRow row;
-  LaunchClass answers;                                                    // kNone: its records complete no launch
-  bool pulledByDisable;                                                   // MSPTI fact, mspti.md 2.3
-  uint64_t SessionCounters::* rows;                                       // rows built; nullptr: none
+  LaunchClass answers;               // kNone: its records complete no launch
+  bool pulledByDisable;              // MSPTI fact, mspti.md 2.3
+  AdmissionRule admit;               // its clock, window and stale rule (Admission.h); kUnset for a kind never kept
+  uint64_t SessionCounters::* rows;  // rows built; nullptr: none
   void (*read)(const uint8_t* record, uint32_t kind, RecordReader& out);  // nullptr: counted only
   std::string (*rowName)(const DeviceRecord& r);                          // device rows only
   void (*describe)(const DeviceRecord& r, RowFacts& facts);               // device rows only

@@ -15,14 +15,6 @@ auto rowKey(const DeviceRecord* r) {
                          r->name);
 }
 
-bool earlierSession(const DeviceRecord& r, const CorrelationLedger& ledger) {
-  if (r.correlationId == 0) return false;
-  if (r.correlationId <= ledger.staleBelow()) return true;
-  if (!ledger.knowsLaunches() || r.correlationId >= ledger.firstOwnId()) return false;
-  const LaunchEntry* e = ledger.find(r.correlationId);
-  return !e || (!e->external && e->launchApi < 0);
-}
-
 bool sameLane(const DeviceRow& a, const DeviceRow& b) {
   return a.device == b.device && a.record.streamId == b.record.streamId;
 }
@@ -186,9 +178,10 @@ Launch launchCall(uint64_t id, const CorrelationLedger& ledger, const ApiRecords
   return launch;
 }
 
-LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock, const Window& window,
+LaunchTable LaunchTable::build(const RecordStore& store, Admission& admission,
                                const std::vector<uint32_t>& visibleDevices, SessionCounters& c) {
   const CorrelationLedger& ledger = store.ledger();
+  const HostClock& clock = admission.clock();
   std::vector<const DeviceRecord*> valid;
   valid.reserve(store.devices().size());
   for (const DeviceRecord& r : store.devices()) {
@@ -196,10 +189,7 @@ LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock,
       ++c.invalidTiming;
       continue;
     }
-    if (earlierSession(r, ledger)) {
-      ++c.staleRecords;
-      continue;
-    }
+    if (admission.stale(r.kind, r.correlationId)) continue;
     valid.push_back(&r);
   }
   // Sorted by id (rows without one last), then by content: records mostly arrive in id order.
@@ -220,19 +210,17 @@ LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock,
   for (size_t i = 0; i < valid.size();) {
     const uint64_t id = valid[i]->correlationId;
     size_t j = i;
-    int64_t firstStart = valid[i]->start;
+    auto startOf = [&](const DeviceRecord* r) { return admission.realtime(r->kind, r->start); };
+    int64_t firstStart = startOf(valid[i]);
     // Rows without a correlation id (0) share no launch: each is windowed by its own start and
     // becomes a launch of its own (its own trace id).
     if (id == 0) ++j;
     else
-      while (j < valid.size() && valid[j]->correlationId == id) firstStart = std::min(firstStart, valid[j++]->start);
+      while (j < valid.size() && valid[j]->correlationId == id) firstStart = std::min(firstStart, startOf(valid[j++]));
     const uint32_t rows = static_cast<uint32_t>(j - i);
 
     Launch launch = launchCall(id, ledger, apis, clock);
-    const bool inWindow = launch.callTrusted ? launch.callStart >= window.start && launch.callStart <= window.end
-                                             : firstStart >= window.start && firstStart <= window.collectionEnd;
-    if (!inWindow) {
-      c.outOfWindow += rows;
+    if (!admission.inWindow(valid[i]->kind, launch.callTrusted, launch.callStart, firstStart, rows)) {
       i = j;
       continue;
     }
@@ -242,6 +230,8 @@ LaunchTable LaunchTable::build(const RecordStore& store, const HostClock& clock,
     for (; i < j; ++i) {
       DeviceRow& row = t.rows.emplace_back();
       row.record = *valid[i];
+      row.record.start = admission.realtime(row.record.kind, row.record.start);
+      row.record.end = admission.realtime(row.record.kind, row.record.end);
       row.device = logicalDevice(valid[i]->deviceId, visibleDevices);
       if (row.record.start == row.record.end) ++c.zeroDuration;
     }

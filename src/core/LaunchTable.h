@@ -7,12 +7,12 @@
 //  1. timing: a record with start = end = 0 has no timing (MSPTI's mark, mspti.md 3.4) and one
 //     with end < start or start <= 0 is invalid: dropped; start = end != 0 is a real, very short
 //     task: kept as a zero-length row;
-//  2. earlier sessions: ids at or below the highest id an earlier session saw launched (junk ids
+//  2. earlier sessions (Admission::stale): ids at or below the highest id an earlier session saw launched (junk ids
 //     excepted, CorrelationLedger::junkIds), and (when this session saw its own launches) ids
 //     below its first own launch that it never saw launched, are earlier sessions' records
 //     delivered late: dropped;
 //  3. duplicates (same id, times, device, stream, kind, name): dropped;
-//  4. window: a launch belongs to the session when its launch call started inside
+//  4. window (Admission::inWindow): a launch belongs to the session when its launch call started inside
 //     [window start, window end] — where the device ran it does not matter, so a kernel launched
 //     before stop() and still running then is kept; without a trusted launch time, by the
 //     row's device start, up to `collectionEnd` (when MSPTI stopped recording launches); rows
@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "Admission.h"
 #include "HostClock.h"
 #include "RecordStore.h"
 #include "SessionCounters.h"
@@ -61,12 +62,6 @@ struct Launch {
 };
 static_assert(sizeof(Launch) == 56, "Launch is sized for 1M launches per session");
 
-struct Window {
-  int64_t start = 0;          // ns since the epoch: the session's start()
-  int64_t end = 0;            // its stop()
-  int64_t collectionEnd = 0;  // when launches stopped being recorded (Disable), >= end
-};
-
 struct LaunchTable {
   // Ascending correlation id; rows without one (id 0) last, each a launch of its own (one row,
   // windowed by its own device start), in order of start.
@@ -74,8 +69,10 @@ struct LaunchTable {
   std::vector<DeviceRow> rows;
   std::vector<int32_t> devices;  // logical devices with rows, ascending
 
-  static LaunchTable build(const RecordStore& store, const HostClock& clock, const Window& window,
-                           const std::vector<uint32_t>& visibleDevices, SessionCounters& counters);
+  // Rules 2 and 4 are the session's admission (Admission.h), which also puts each row's times on
+  // CLOCK_REALTIME (copies and memsets carry MSPTI's host clock).
+  static LaunchTable build(const RecordStore& store, Admission& admission, const std::vector<uint32_t>& visibleDevices,
+                           SessionCounters& counters);
 };
 
 // The launch call of correlation id `id` as the ledger knows it (its launch API record, else the

@@ -1,8 +1,11 @@
 #include "MarkerActivities.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "NpuActivity.h"
 
@@ -29,11 +32,45 @@ ActivityType typeOf(const Marker& m) {
   return m.onDevice ? ActivityType::GPU_USER_ANNOTATION : ActivityType::PRIVATEUSE1_DRIVER;
 }
 
+// The lane level of each range (MarkerActivities.h): per recorded lane, in order of start (the
+// longer first on a tie), a range goes to the first level where it nests: inside the innermost
+// range still open there, or after every one of them has ended. -1 for instants.
+std::vector<int32_t> rangeLevels(const std::vector<Marker>& markers, SessionCounters& c) {
+  std::vector<int32_t> level(markers.size(), -1);
+  std::map<std::tuple<bool, int32_t, int32_t>, std::vector<size_t>> byLane;
+  for (size_t i = 0; i < markers.size(); ++i)
+    if (markers[i].kind == MarkerKind::kRange)
+      byLane[{markers[i].onDevice, markers[i].lane, markers[i].row}].push_back(i);
+  for (auto& [lane, idx] : byLane) {
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+      return std::make_tuple(markers[a].start, -markers[a].end, a) <
+             std::make_tuple(markers[b].start, -markers[b].end, b);
+    });
+    std::vector<std::vector<int64_t>> open;  // per level, the ends of the ranges open there
+    for (size_t i : idx) {
+      const Marker& m = markers[i];
+      int32_t at = 0;
+      for (;; ++at) {
+        if (static_cast<size_t>(at) == open.size()) open.emplace_back();
+        auto& ends = open[static_cast<size_t>(at)];
+        while (!ends.empty() && ends.back() <= m.start) ends.pop_back();
+        if (ends.empty() || ends.back() >= m.end || at + 1 == kRangeLevels) break;
+      }
+      open[static_cast<size_t>(at)].push_back(m.end);
+      level[i] = at;
+      if (at > 0) ++c.markerRangesMoved;
+    }
+  }
+  return level;
+}
+
 }  // namespace
 
 void buildMarkerActivities(const MarkerTable& table, const OpTimeline& ops, CorrelationIds& ids,
                            libkineto::CpuTraceBuffer& buffer, DeviceLanes& lanes, SessionCounters& c) {
-  for (const Marker& m : table.markers) {
+  const std::vector<int32_t> levels = rangeLevels(table.markers, c);
+  for (size_t i = 0; i < table.markers.size(); ++i) {
+    const Marker& m = table.markers[i];
     auto owned = std::make_unique<NpuActivity>(buffer.span, typeOf(m),
                                                m.name                               ? *m.name
                                                : m.kind == MarkerKind::kUnpairedEnd ? kRangeEndName
@@ -44,14 +81,20 @@ void buildMarkerActivities(const MarkerTable& table, const OpTimeline& ops, Corr
     act.device = m.lane;
     act.resource = m.row;
     act.threadId = m.row;
+    if (levels[i] >= 0) {  // a range: on its own lane beside the one it was recorded on
+      const int32_t lane = (m.onDevice ? kDeviceRangeLanes : kHostRangeLanes) + m.row * kRangeLevels + levels[i];
+      act.resource = lane;
+      act.threadId = lane;
+      lanes.addRangeLane(m.lane, lane);
+    }
     if (m.onDevice) {
       act.startTime = m.start + kAnnotationWideningNs;
       act.endTime = std::max(act.startTime, m.end - kAnnotationWideningNs);
-      lanes.addStream(m.lane, m.row);
+      if (levels[i] < 0) lanes.addStream(m.lane, m.row);
     } else {
       act.startTime = m.start;
       act.endTime = m.end;
-      if (!ops.ranOps(static_cast<uint32_t>(m.row))) lanes.addLaunchThread(m.lane, m.row);
+      if (levels[i] < 0 && !ops.ranOps(static_cast<uint32_t>(m.row))) lanes.addLaunchThread(m.lane, m.row);
     }
     act.quotedArg(kDomain, m.domain ? std::string_view(*m.domain) : std::string_view(kUnknownMarkerDomain));
     act.arg(kMarkerId, m.id);

@@ -43,9 +43,22 @@ Marker single(const MarkerRecord& r, MarkerKind kind, const std::vector<uint32_t
 
 }  // namespace
 
-MarkerTable MarkerTable::build(const std::vector<MarkerRecord>& records, const std::vector<uint32_t>& visible,
-                               const MarkerDomainFilter* keep, SessionCounters& c) {
+MarkerTable MarkerTable::build(const std::vector<MarkerRecord>& all, Admission& admission,
+                               const std::vector<uint32_t>& visible, const MarkerDomainFilter* keep,
+                               SessionCounters& c) {
   MarkerTable t;
+  // The session's admission first (Admission.h): times on CLOCK_REALTIME (host records on MSPTI's
+  // host clock), then the window, before any pairing: an end whose start fell outside the window
+  // is an unpaired end, as it is when the range began before the session.
+  std::vector<MarkerRecord> records;
+  records.reserve(all.size());
+  for (const MarkerRecord& r : all) {
+    const bool onDevice = r.sourceKind == MSPTI_ACTIVITY_SOURCE_KIND_DEVICE;
+    const auto at = admission.realtime(MSPTI_ACTIVITY_KIND_MARKER, static_cast<int64_t>(r.timestamp), onDevice);
+    if (!admission.inWindow(MSPTI_ACTIVITY_KIND_MARKER, at)) continue;
+    records.push_back(r);
+    records.back().timestamp = at;
+  }
   std::vector<const MarkerRecord*> byTime;
   byTime.reserve(records.size());
   // The message and domain of each id, from the host records that have them.

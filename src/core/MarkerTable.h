@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "Admission.h"
 #include "Config.h"
 #include "NpuRecords.h"
 #include "SessionCounters.h"
@@ -55,8 +56,11 @@ struct MarkerTable {
   // Pairs `records` (any order) and counts them into `counters` (markers.*, markersByDomain).
   // With `keep`, a marker whose domain it does not admit is dropped and counted
   // (markers.not_included); a marker of no known domain is kept.
-  static MarkerTable build(const std::vector<MarkerRecord>& records, const std::vector<uint32_t>& visibleDevices,
-                           const MarkerDomainFilter* keep, SessionCounters& counters);
+  // Each record goes through `admission` first (its clock and the window; Admission.h), the
+  // drops counted in dropped.out_of_window and dropped_by_kind.MARKER.
+  static MarkerTable build(const std::vector<MarkerRecord>& records, Admission& admission,
+                           const std::vector<uint32_t>& visibleDevices, const MarkerDomainFilter* keep,
+                           SessionCounters& counters);
 };
 
 }  // namespace torch_mspti

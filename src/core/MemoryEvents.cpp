@@ -26,18 +26,20 @@ bool isRelease(const MemoryRecord& r) { return r.operation == MSPTI_ACTIVITY_MEM
 
 }  // namespace
 
-MemoryTimeline MemoryTimeline::build(const RecordStore& store, const HostClock& clock, const Window& window,
+MemoryTimeline MemoryTimeline::build(const RecordStore& store, Admission& admission,
                                      const std::vector<uint32_t>& visibleDevices, SessionCounters& c) {
   MemoryTimeline t;
   const CorrelationLedger& ledger = store.ledger();
   const auto& apis = store.apis();
+  const HostClock& clock = admission.clock();
   for (const MemoryRecord& r : store.memory()) {
-    if (r.start < window.start || r.start > window.collectionEnd) {
-      ++c.outOfWindow;
-      continue;
-    }
+    if (admission.stale(MSPTI_ACTIVITY_KIND_MEMORY, r.correlationId)) continue;
+    const int64_t start = admission.realtime(MSPTI_ACTIVITY_KIND_MEMORY, r.start);
+    if (!admission.inWindow(MSPTI_ACTIVITY_KIND_MEMORY, start)) continue;
     MemoryEvent& e = t.events.emplace_back();
     e.record = r;
+    e.record.start = start;
+    e.record.end = admission.realtime(MSPTI_ACTIVITY_KIND_MEMORY, r.end);
     e.device = logicalDevice(r.deviceId, visibleDevices);
     e.call = launchCall(r.correlationId, ledger, apis, clock);
   }

@@ -4,8 +4,10 @@
 // host call's span, the address, the bytes, the device; no stream and no thread. These are the
 // runtime's own allocations (a caching allocator's segments, HCCL buffers, workspaces), not
 // torch's tensors, which torch's own [memory] events already show (profile_memory=True).
-// At stop (build) the records are windowed by their start on the session's [start, collection
-// end] (the rest counted as dropped.out_of_window), put on their logical device, ordered by time,
+// At stop (build) each record goes through the session's admission (Admission.h): an earlier
+// session's id is dropped as stale, its times are put on CLOCK_REALTIME (MSPTI's host clock, as
+// API records' are) and it is windowed by its start on [start, collection end] (the drops counted
+// in dropped.* and dropped_by_kind.MEMORY). Kept records are put on their logical device, ordered by time,
 // and each is given the allocation call its correlation id names (the API record, and the op
 // hint), so that the one link rule (LinkResolver) can place it in an op. processTrace
 // (buildMemoryActivities) then writes per event:
@@ -46,7 +48,7 @@ struct MemoryEvent {
 struct MemoryTimeline {
   std::vector<MemoryEvent> events;  // by end time, then address
 
-  static MemoryTimeline build(const RecordStore& store, const HostClock& clock, const Window& window,
+  static MemoryTimeline build(const RecordStore& store, Admission& admission,
                               const std::vector<uint32_t>& visibleDevices, SessionCounters& counters);
 };
 

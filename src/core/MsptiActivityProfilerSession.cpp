@@ -59,6 +59,17 @@ bool requested(const std::set<ActivityType>& types, const KindHandler& k) {
 
 uint32_t waitBit(LaunchClass c) { return 1u << static_cast<int>(c); }
 
+// The launch classes whose answers a collected kind brings: the drain waits for them and the cap
+// holds room for them (DrainPolicy.h, CapRoom.h). KERNEL also answers the launches known only from
+// an external record (their call unseen or unrecognised).
+uint32_t waitBitsOf(msptiActivityKind kind) {
+  uint32_t bits = 0;
+  const LaunchClass c = kindHandler(kind).answers;
+  if (c != LaunchClass::kNone) bits |= waitBit(c);
+  if (kind == MSPTI_ACTIVITY_KIND_KERNEL) bits |= waitBit(LaunchClass::kNone);
+  return bits;
+}
+
 }  // namespace
 
 MsptiActivityProfilerSession::MsptiActivityProfilerSession(SessionDeps deps, std::set<ActivityType> types)
@@ -167,8 +178,12 @@ bool MsptiActivityProfilerSession::enable(msptiActivityKind kind, bool report) {
   if (deps_.stats) deps_.stats->noteEnable(kind, static_cast<int>(res), note);
   if (kind == MSPTI_ACTIVITY_KIND_RUNTIME_API && res == MSPTI_ERROR_INVALID_PARAMETER) predates26_ = true;
   lastEnableNote_ = note;
-  if (res == MSPTI_SUCCESS) enabledKinds_.push_back(kind);
-  else if (report) errors_.push_back(describeCall("msptiActivityEnable", kindName(kind), res));
+  if (res == MSPTI_SUCCESS) {
+    enabledKinds_.push_back(kind);
+    // Before the kind's first record: the cap holds room only for what the session waits for.
+    if (store_)
+      store_->waitFor(waitBitsOf(kind), kind == MSPTI_ACTIVITY_KIND_RUNTIME_API || kind == MSPTI_ACTIVITY_KIND_API);
+  } else if (report) errors_.push_back(describeCall("msptiActivityEnable", kindName(kind), res));
   if (!note.empty() && copies) copiesNote_ = note;
   return res == MSPTI_SUCCESS;
 }
@@ -379,11 +394,7 @@ int64_t MsptiActivityProfilerSession::drainLibrary(const DeviceSync& sync) {
   auto collected = [&](msptiActivityKind kind) {
     return std::find(enabledKinds_.begin(), enabledKinds_.end(), kind) != enabledKinds_.end();
   };
-  for (auto kind : enabledKinds_) {
-    const LaunchClass c = kindHandler(kind).answers;
-    if (c != LaunchClass::kNone) in.waitFor |= waitBit(c);
-    if (kind == MSPTI_ACTIVITY_KIND_KERNEL) in.waitFor |= waitBit(LaunchClass::kNone);
-  }
+  for (auto kind : enabledKinds_) in.waitFor |= waitBitsOf(kind);
   // Ids are minted per kernel launch (KERNEL enabled), per communication node launch
   // (COMMUNICATION enabled) and per interposed ACL memory call, which needs the preload (mspti.md
   // 4, 5.5): an id whose class no API record told may then be a copy that makes no row here.
@@ -430,18 +441,22 @@ void MsptiActivityProfilerSession::takeCounters() {
   counters_.junkCorrelationIds = store_->ledger().junkIds() + watermark.outliers;
   highestId_ = watermark.id;
   counters_.overCap = store_->overCap();
+  const std::vector<uint64_t> overCapByKind = store_->overCapByKind();
+  for (size_t k = 0; k < overCapByKind.size(); ++k) counters_.droppedByKind[kDropOverCap][k] = overCapByKind[k];
 }
 
 void MsptiActivityProfilerSession::buildLaunches(int64_t disabledAt) {
   hostClock_ = HostClock::decide(store_->apis(), clockAtStart_, ClockSample::now());
   const Window window{startNs_, stopNs_, std::max(stopNs_, disabledAt ? disabledAt : nowNs())};
-  launches_ = LaunchTable::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
-  memory_ = MemoryTimeline::build(*store_, *hostClock_, window, deps_.config.visibleDevices, counters_);
-  store_->releaseConsumed();  // the launch table holds the kept rows and their launches from here on
+  // One admission for every kind: the window, the host clock's conversion and the stale rule.
+  Admission admission(*hostClock_, window, store_->ledger(), counters_);
+  launches_ = LaunchTable::build(*store_, admission, deps_.config.visibleDevices, counters_);
+  memory_ = MemoryTimeline::build(*store_, admission, deps_.config.visibleDevices, counters_);
   const bool dropOthers =
       markerDomains_.applied && deps_.config.markerDomains.mode == MarkerDomainFilter::Mode::kInclude;
-  markers_ = MarkerTable::build(store_->markers(), deps_.config.visibleDevices,
+  markers_ = MarkerTable::build(store_->markers(), admission, deps_.config.visibleDevices,
                                 dropOthers ? &deps_.config.markerDomains : nullptr, counters_);
+  store_->releaseConsumed();  // the launch table holds the kept rows and their launches from here on
   // After the markers (the join reads their "communication" ranges); the communicators are asked
   // now, when every launch of the window has been made (the drain waited for them).
   collectives_ = CollectiveTable::build(launches_, markers_, communicatorsAtStart_, communicatorsSampled_,

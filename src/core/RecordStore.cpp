@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <iterator>
 #include <type_traits>
-#include <unordered_set>
 #include <utility>
 
 namespace torch_mspti {
@@ -48,9 +47,12 @@ void RecordStore::append(WalkResult& batch) {
   batch.clear();
 }
 
-// `need` more records fit beside those kept and the answers the kept launches still wait for.
-bool RecordStore::fits(uint64_t need) const {
-  return kept_ + ledger_.pending(CorrelationLedger::kAnyClass) + need <= maxRecords_;
+bool RecordStore::fits(uint64_t need) const { return room_.fits(need, ledger_.pending(room_.waitMask())); }
+
+void RecordStore::waitFor(uint32_t classes, bool calls) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  room_.waitFor(classes);
+  if (calls) room_.expectCalls();
 }
 
 void RecordStore::noteKeptDevice(const DeviceRecord& d) {
@@ -61,74 +63,118 @@ void RecordStore::noteKeptDevice(const DeviceRecord& d) {
 }
 
 void RecordStore::keepAll(WalkResult& batch) {
-  kept_ += recordsIn(batch);
+  room_.keep(recordsIn(batch));
   // External-correlation records live on in the ledger only (their op and user-range hints).
   for (const auto& e : batch.externals) ledger_.noteExternal(e);
   const size_t firstApi = apis_.size();
   moveAll(apis_, batch.apis);  // before noting: the ledger compares the starts of its indexed calls
-  for (size_t i = firstApi; i < apis_.size(); ++i) ledger_.noteApi(apis_, i);
-  for (const auto& m : batch.memory) ledger_.noteMemory(m);
-  for (const auto& d : batch.devices) noteKeptDevice(d);
+  for (size_t i = firstApi; i < apis_.size(); ++i) {
+    room_.takeHeldCall(apis_[i].correlationId);
+    ledger_.noteApi(apis_, i);
+  }
+  for (const auto& m : batch.memory) {
+    ledger_.noteMemory(m);
+    if (callToCome(m.correlationId)) room_.holdCall(m.correlationId);
+  }
+  for (const auto& d : batch.devices) {
+    noteKeptDevice(d);
+    if (callToCome(d.correlationId)) room_.holdCall(d.correlationId);
+  }
   moveAll(devices_, batch.devices);
   moveAll(memory_, batch.memory);
   moveAll(markers_, batch.markers);
 }
 
+// An answer with id `id` whose launch call is collected but has not come (CapRoom.h). A row
+// whose call never comes (a task no call launched) holds its record of room to the end.
+bool RecordStore::callToCome(uint64_t id) const {
+  if (!room_.callsExpected() || id == 0 || id <= ledger_.staleBelow()) return false;
+  const LaunchEntry* e = ledger_.find(id);
+  return !e || e->launchApi < 0;
+}
+
+// An answer (device row or MEMORY record) with id `id` that does not end a wait: kept when it
+// fits, with room for its call when the call is still to come.
+bool RecordStore::keepAnswer(uint64_t id) {
+  // A launch refused at its call is refused whole, even when an external record kept before
+  // the call opened a wait for it (that wait ends as the row is counted, noteDeviceIfKnown).
+  if (room_.refused(id)) return false;
+  if (ledger_.awaitsAnswer(id)) return true;  // its room was held since its call was kept
+  const bool ahead = callToCome(id);
+  if (!fits(ahead ? 2 : 1)) {
+    if (ahead) room_.refuseLaunch(id);  // its call, when it comes, would describe no row
+    return false;
+  }
+  if (ahead) room_.holdCall(id);
+  return true;
+}
+
+void RecordStore::countOverCap(uint32_t kind) {
+  ++overCap_;
+  if (kind < MSPTI_ACTIVITY_KIND_COUNT) ++overCapByKind_[kind];
+}
+
 // The cap keeps room for the answer (device or MEMORY record) of every launch call and external
-// record it keeps: a kept launch's kernel is always kept, and a kernel whose launch was kept is
-// never crowded out by the host records of later launches (which MSPTI delivers first, the
-// device records of a launch coming ~200 ms after its call, docs/mspti.md 5.3). So past the cap the
-// session holds whole launches; records that do not fit are counted (overCap) and their answers,
-// when they come, find no room either. Each record is noted as it is kept (its wait changes the
+// record it keeps, for the classes the session waits for (CapRoom.h): a kept launch's kernel is
+// always kept, and a kernel whose launch was kept is never crowded out by the host records of
+// later launches (which MSPTI delivers first, the device records of a launch coming ~200 ms after
+// its call, docs/mspti.md 5.3). So past the cap the session holds whole launches; records that do
+// not fit are counted per kind (overCap), and a launch whose call was refused has its answers and
+// hints refused in every later batch. Each record is noted as it is kept (its wait changes the
 // room of the next), calls first, so that a batch holding both a call and its kernel keeps them
-// together. A device record that comes in an earlier batch than its call takes room as it finds
-// it; its call may then find none (counted).
+// together.
 void RecordStore::keepWithinCap(WalkResult& batch) {
-  const uint64_t before = kept_;
-  // Launch calls of this batch that found no room: their hints and answers in it are dropped
-  // with them, so no kernel is kept whose call was not.
-  std::unordered_set<uint64_t> droppedCalls;
   for (auto& a : batch.apis) {
-    const bool opens = ledger_.classOf(a) != LaunchClass::kNone && ledger_.wouldOpenWait(a.correlationId);
-    if (fits(opens ? 2 : 1)) {
+    const LaunchClass c = ledger_.classOf(a);
+    const uint64_t id = a.correlationId;
+    const bool launches = c != LaunchClass::kNone;
+    const bool opens = launches && room_.waitsFor(c) && ledger_.wouldOpenWait(id);
+    if ((launches && room_.takeHeldCall(id)) || (!(launches && room_.refused(id)) && fits(opens ? 2 : 1))) {
       apis_.push_back(std::move(a));
       ledger_.noteApi(apis_, apis_.size() - 1);
-      ++kept_;
-    } else if (opens) {
-      droppedCalls.insert(a.correlationId);
+      room_.keep();
+    } else {
+      if (launches) room_.refuseLaunch(id);
+      countOverCap(a.kind);
     }
   }
   for (const auto& e : batch.externals) {
-    if (!droppedCalls.count(e.correlationId) && fits(ledger_.wouldOpenWait(e.correlationId) ? 2 : 1)) {
+    const bool opens = room_.waitsFor(LaunchClass::kNone) && ledger_.wouldOpenWait(e.correlationId);
+    if (!room_.refused(e.correlationId) && fits(opens ? 2 : 1)) {
       ledger_.noteExternal(e);
-      ++kept_;
+      room_.keep();
+    } else {
+      countOverCap(MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
     }
   }
   for (const auto& m : batch.memory) {
-    if (ledger_.awaitsAnswer(m.correlationId) || (!droppedCalls.count(m.correlationId) && fits(1))) {
+    if (keepAnswer(m.correlationId)) {
       ledger_.noteMemory(m);
       memory_.push_back(m);
-      ++kept_;
+      room_.keep();
     } else {
       ledger_.noteAnswerIfKnown(m.correlationId);
+      countOverCap(MSPTI_ACTIVITY_KIND_MEMORY);
     }
   }
   for (const auto& d : batch.devices) {
-    if (ledger_.awaitsAnswer(d.correlationId) || (!droppedCalls.count(d.correlationId) && fits(1))) {
+    if (keepAnswer(d.correlationId)) {
       noteKeptDevice(d);
       devices_.push_back(d);
-      ++kept_;
+      room_.keep();
     } else {
       ledger_.noteDeviceIfKnown(d);  // a further answer of a known launch; adds no entry
+      countOverCap(d.kind);
     }
   }
   for (auto& m : batch.markers) {
     if (fits(1)) {
       markers_.push_back(std::move(m));
-      ++kept_;
+      room_.keep();
+    } else {
+      countOverCap(MSPTI_ACTIVITY_KIND_MARKER);
     }
   }
-  overCap_ += recordsIn(batch) - (kept_ - before);
 }
 
 void RecordStore::seal() {
@@ -179,6 +225,11 @@ std::vector<uint32_t> RecordStore::devicesSeen() const {
 uint64_t RecordStore::overCap() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return overCap_;
+}
+
+std::vector<uint64_t> RecordStore::overCapByKind() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::vector<uint64_t>(std::begin(overCapByKind_), std::end(overCapByKind_));
 }
 
 uint64_t RecordStore::afterCollection() const {

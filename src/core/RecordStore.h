@@ -2,9 +2,10 @@
 // correlation ledger (CorrelationLedger.h) kept up to date as they arrive, and the session's
 // interned strings.
 //
-// The store is bounded (max_session_records): records beyond the cap are counted, not kept. The
-// cap keeps room for the answer of every launch it kept (keepWithinCap), so over the cap a session
-// holds whole launches: each kept launch call keeps its kernel.
+// The store is bounded (max_session_records): records beyond the cap are counted per kind, not
+// kept. The cap keeps room for the answer of every launch it kept, for the classes the session
+// waits for, and never keeps a row whose launch call it refused (CapRoom.h), so over the cap a
+// session holds whole launches: each kept launch call keeps its kernel.
 //
 // Collection ends with seal(): records completed after it (a completion that was still running
 // when a FlushAll failed, or a library that keeps delivering) are counted, not kept, so readers
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <vector>
 
+#include "CapRoom.h"
 #include "CorrelationLedger.h"
 #include "MsptiRecordWalker.h"
 #include "NameTable.h"
@@ -30,8 +32,14 @@ class RecordStore {
   // Correlation ids at or below `staleBelow` (the highest id earlier sessions saw) are theirs.
   // At most `maxRecords` records (device, API, external, memory and marker records together; the
   // setting max_session_records) are kept; the ledger grows only with kept records.
+  // Until waitFor() names them, no launch class holds room (a store without a cap needs none).
   explicit RecordStore(uint64_t staleBelow, uint64_t maxRecords = UINT64_MAX)
-      : maxRecords_(maxRecords), ledger_(staleBelow) {}
+      : room_(maxRecords), ledger_(staleBelow) {}
+
+  // The launch classes whose answers the session waits for (bit 1 << LaunchClass, the drain's
+  // waitFor) and whether launch calls are collected: the cap holds room only for those answers
+  // and calls (CapRoom.h). Called as the kinds are enabled, before their records come.
+  void waitFor(uint32_t classes, bool launchCalls);
 
   NameTable& names() { return names_; }
 
@@ -56,8 +64,10 @@ class RecordStore {
   uint64_t maxCorrelationId() const;
   // Records that arrived after seal().
   uint64_t afterCollection() const;
-  // Records not kept because the store held `maxRecords` already.
+  // Records not kept because the store held `maxRecords` already, and the same per
+  // msptiActivityKind (MSPTI_ACTIVITY_KIND_COUNT entries).
   uint64_t overCap() const;
+  std::vector<uint64_t> overCapByKind() const;
   // Physical devices named by the device records so far.
   std::vector<uint32_t> devicesSeen() const;
 
@@ -94,14 +104,17 @@ class RecordStore {
   bool fits(uint64_t need) const;
   void keepAll(WalkResult& batch);
   void keepWithinCap(WalkResult& batch);
+  bool callToCome(uint64_t id) const;
+  bool keepAnswer(uint64_t id);
+  void countOverCap(uint32_t kind);
   void noteKeptDevice(const DeviceRecord& d);
 
   NameTable names_;
   mutable std::mutex mutex_;
   bool sealed_ = false;
-  const uint64_t maxRecords_;
-  uint64_t kept_ = 0;
+  CapRoom room_;
   uint64_t overCap_ = 0;
+  uint64_t overCapByKind_[MSPTI_ACTIVITY_KIND_COUNT] = {};
   std::atomic<uint64_t> records_{0};
   uint64_t afterCollection_ = 0;
   DeviceRecords devices_;

@@ -40,6 +40,15 @@ uint64_t SessionCounters::linkedRows() const {
   return n;
 }
 
+const char* dropReasonName(int reason) {
+  switch (reason) {
+    case kDropOverCap: return "over_cap";
+    case kDropOutOfWindow: return "out_of_window";
+    case kDropEarlierSession: return "earlier_session";
+    default: return "unknown";
+  }
+}
+
 void SessionCounters::add(const SessionCounters& o) {
   for (int i = 0; i < kCounterCount; ++i) {
     const CounterInfo& c = kCounterInfo[i];
@@ -47,6 +56,8 @@ void SessionCounters::add(const SessionCounters& o) {
     mine = c.merge == CounterMerge::kMax ? std::max(mine, o.*(c.field)) : mine + o.*(c.field);
   }
   for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k) recordsByKind[k] += o.recordsByKind[k];
+  for (int r = 0; r < kDropReasonCount; ++r)
+    for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k) droppedByKind[r][k] += o.droppedByKind[r][k];
   for (const auto& [domain, n] : o.markersByDomain) markersByDomain[domain] += n;
 }
 
@@ -59,6 +70,9 @@ SessionCounters SessionCounters::since(const SessionCounters& earlier) const {
   }
   for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k)
     d.recordsByKind[k] = recordsByKind[k] - std::min(recordsByKind[k], earlier.recordsByKind[k]);
+  for (int r = 0; r < kDropReasonCount; ++r)
+    for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k)
+      d.droppedByKind[r][k] = droppedByKind[r][k] - std::min(droppedByKind[r][k], earlier.droppedByKind[r][k]);
   for (auto& [domain, n] : d.markersByDomain) {
     const auto it = earlier.markersByDomain.find(domain);
     if (it != earlier.markersByDomain.end()) n -= std::min(n, it->second);

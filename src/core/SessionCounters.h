@@ -55,7 +55,7 @@ enum class CounterMerge : uint8_t { kSum, kMax };
   X("correlation", staleStackEntries, "stale_stack_entries", kStop, kSum,                                            \
     "entries of earlier sessions cleared from a thread's stack (pops that arrived on another thread)")               \
   X("dropped", outOfWindow, "out_of_window", kStop, kSum,                                                            \
-    "device records whose launch lies outside the profiling window")                                                 \
+    "device records whose launch, and memory events and markers whose own time, lie outside the profiling window")   \
   X("dropped", invalidTiming, "invalid_timing", kStop, kSum,                                                         \
     "device records without timing (start = end = 0) or with end < start")                                           \
   X("dropped", duplicates, "duplicates", kStop, kSum, "duplicate device records")                                    \
@@ -103,6 +103,8 @@ enum class CounterMerge : uint8_t { kSum, kMax };
   X("rows", memoryEvents, "memory_events", kTrace, kSum,                                                             \
     "runtime allocation and release instants (MEMORY records) on the NPU memory lanes")                              \
   X("rows", markerRows, "markers", kTrace, kSum, "mstx marker spans and instants (host and device lanes)")           \
+  X("rows", markerRangesMoved, "marker_ranges_on_extra_lanes", kTrace, kSum,                                         \
+    "mstx ranges that cross an earlier range of their lane, drawn one mstx lane further so that every lane nests")   \
   X("rows", launchEvents, "launch_events", kTrace, kSum, "launch events with an arrow to their device rows")         \
   X("rows", launchThreadEvents, "launch_thread_events", kTrace, kSum,                                                \
     "launch events on a thread that ran no op at the time (its own lane, no op credited)")                           \
@@ -118,11 +120,20 @@ enum class CounterMerge : uint8_t { kSum, kMax };
   X("memory", memoryCounterSamples, "counter_samples", kTrace, kSum,                                                 \
     "samples of the per-NPU allocated-bytes counter track (0 when torch's kineto writes no counter events)")
 
+// Why a record was dropped, per kind (SessionCounters::droppedByKind; the health report's
+// dropped_by_kind): the same reasons as the "dropped" group's totals of the same names.
+enum DropReason : int { kDropOverCap, kDropOutOfWindow, kDropEarlierSession, kDropReasonCount };
+// "over_cap", "out_of_window", "earlier_session".
+const char* dropReasonName(int reason);
+
 struct SessionCounters {
 #define TORCH_MSPTI_COUNTER_FIELD(group, field, key, phase, merge, doc) uint64_t field = 0;
   TORCH_MSPTI_SESSION_COUNTERS(TORCH_MSPTI_COUNTER_FIELD)
 #undef TORCH_MSPTI_COUNTER_FIELD
   uint64_t recordsByKind[MSPTI_ACTIVITY_KIND_COUNT] = {};
+  // Records dropped per reason and msptiActivityKind: each reason's kinds add up to its total
+  // in the "dropped" group (over_cap, out_of_window, earlier_session).
+  uint64_t droppedByKind[kDropReasonCount][MSPTI_ACTIVITY_KIND_COUNT] = {};
   // mstx markers built, by domain (MarkerTable.h).
   std::map<std::string, uint64_t> markersByDomain;
 

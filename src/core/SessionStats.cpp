@@ -66,6 +66,18 @@ void writeCounters(ReportWriter& w, const SessionCounters& c, bool tracePhase) {
   for (int i = 1; i < MSPTI_ACTIVITY_KIND_COUNT; ++i)
     if (c.recordsByKind[i]) w.value(kindName(static_cast<uint32_t>(i)), c.recordsByKind[i]);
   w.endObject();
+  // Only the kinds that lost records, and for each only the reasons it lost them to.
+  w.beginObject("dropped_by_kind");
+  for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k) {
+    bool any = false;
+    for (int r = 0; r < kDropReasonCount; ++r) any |= c.droppedByKind[r][k] != 0;
+    if (!any) continue;
+    w.beginObject(kindName(static_cast<uint32_t>(k)));
+    for (int r = 0; r < kDropReasonCount; ++r)
+      if (c.droppedByKind[r][k]) w.value(dropReasonName(r), c.droppedByKind[r][k]);
+    w.endObject();
+  }
+  w.endObject();
   w.beginObject("markers_by_domain");
   for (const auto& [domain, n] : c.markersByDomain) w.value(domain.c_str(), n);
   w.endObject();

@@ -16,6 +16,12 @@ uint32_t currentTid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
 
 uint64_t HostRecords::apiNow() const { return ctx_.options.flag(Option::kApiClock) ? monotonicRawNs() : realtimeNs(); }
 
+uint64_t HostRecords::onHostClock(uint64_t realtime) const {
+  if (!ctx_.options.flag(Option::kApiClock)) return realtime;
+  const uint64_t offset = realtimeNs() - monotonicRawNs();  // the clocks' distance now
+  return realtime - offset;
+}
+
 int HostRecords::apiKind() const {
   if (ctx_.switches.isOn(MSPTI_ACTIVITY_KIND_RUNTIME_API)) {
     return MSPTI_ACTIVITY_KIND_RUNTIME_API;

@@ -37,6 +37,10 @@ class HostRecords {
   // Host time as API records report it: ns since the epoch (CLOCK_REALTIME), or raw
   // CLOCK_MONOTONIC_RAW ns with option api_clock=1 (mspti.md 4).
   uint64_t apiNow() const;
+  // A CLOCK_REALTIME instant on MSPTI's host clock, the clock of every host-side record (API
+  // calls, copy and memset spans, MEMORY records, host markers: mspti.md 4, 5.7, 5.8): itself,
+  // or with api_clock=1 the same instant on CLOCK_MONOTONIC_RAW, as those builds report them all.
+  uint64_t onHostClock(uint64_t realtime) const;
   // The kind an API record is written as: RUNTIME_API when on, else API when on, else
   // MSPTI_ACTIVITY_KIND_INVALID (no API record). RUNTIME level maps to RUNTIME_API in 26.x; the
   // older API kind is still accepted (mspti.md 3.2).

@@ -39,8 +39,8 @@ uint64_t MemoryHooks::call(uint32_t operation, uint64_t address, uint64_t bytes,
         release ? MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE : MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
     record.memoryKind = MSPTI_ACTIVITY_MEMORY_DEVICE;
     record.correlationId = correlationId;
-    record.start = start;
-    record.end = end;
+    record.start = ctx_.hostRecords.onHostClock(start);  // MSPTI's host clock (mspti.md 5.8)
+    record.end = ctx_.hostRecords.onHostClock(end);
     record.address = address;
     record.bytes = reported;
     record.processId = static_cast<uint32_t>(::getpid());

@@ -99,7 +99,8 @@ void MstxMarkers::write(uint32_t flag, uint64_t id, const char* name, const char
   host.kind = MSPTI_ACTIVITY_KIND_MARKER;
   host.flag = static_cast<msptiActivityFlag>(flag);
   host.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_HOST;
-  host.timestamp = realtimeNs();
+  const uint64_t now = realtimeNs();
+  host.timestamp = ctx_.hostRecords.onHostClock(now);  // MSPTI's host clock (mspti.md 4)
   host.id = id;
   host.objectId.pt.processId = static_cast<uint32_t>(::getpid());
   host.objectId.pt.threadId = static_cast<uint32_t>(::syscall(SYS_gettid));
@@ -110,7 +111,7 @@ void MstxMarkers::write(uint32_t flag, uint64_t id, const char* name, const char
   // The device's own record: from the stream, with no message and no domain.
   msptiActivityMarker device = host;
   device.sourceKind = MSPTI_ACTIVITY_SOURCE_KIND_DEVICE;
-  device.timestamp = std::max<uint64_t>(host.timestamp, ctx_.timeline.streamTail(where.device, where.stream));
+  device.timestamp = std::max<uint64_t>(now, ctx_.timeline.streamTail(where.device, where.stream));
   device.objectId.ds.deviceId = ctx_.environment.physicalDevice(where.device);
   device.objectId.ds.streamId = where.stream;
   device.name = ctx_.names.intern("");

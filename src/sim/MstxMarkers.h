@@ -27,6 +27,7 @@
 #include "ActivitySwitches.h"
 #include "DeviceTimeline.h"
 #include "Environment.h"
+#include "HostRecords.h"
 #include "NameTable.h"
 #include "SimCounters.h"
 
@@ -42,6 +43,7 @@ struct MarkerContext {
   const Environment& environment;
   ActivityBuffers& buffers;
   NameTable& names;
+  const HostRecords& hostRecords;  // MSPTI's host clock (api_clock)
 };
 
 // Where a marker is placed on the device: valid = false for a host-only marker.

@@ -51,7 +51,7 @@ Simulator::Simulator()
                               timeline_, deviceClock_, ids_, hostRecords_, delivery_, parser_}),
       runtime_(options_, launcher_, hostRecords_, names_, environment_),
       memoryHooks_(MemoryHookContext{counters_, environment_, switches_, subscriber_, ids_, hostRecords_, buffers_}),
-      markers_(MarkerContext{counters_, switches_, timeline_, environment_, buffers_, names_}) {}
+      markers_(MarkerContext{counters_, switches_, timeline_, environment_, buffers_, names_, hostRecords_}) {}
 
 msptiResult Simulator::subscribe(msptiSubscriberHandle* handle, msptiCallbackFunc callback, void* userdata) {
   const msptiResult r = subscriber_.subscribe(handle, callback, userdata);

@@ -40,6 +40,13 @@ void TaskLauncher::reportTiming(DeviceRecord& record, const TaskSlot& slot) cons
     const auto early = static_cast<uint64_t>(ctx_.options.get(Option::kEarlyStartNs));
     start = start > early ? start - early : 0;
   }
+  // MSPTI writes memsets from the interposed ACL call, on its host clock like copies (mspti.md
+  // 5.7): with api_clock=1 their times are on CLOCK_MONOTONIC_RAW too.
+  if (kindOf(record) == MSPTI_ACTIVITY_KIND_MEMSET) {
+    start = ctx_.hostRecords.onHostClock(start);
+    setTiming(record, start, ctx_.hostRecords.onHostClock(end));
+    return;
+  }
   setTiming(record, start, end);
 }
 
@@ -57,8 +64,9 @@ void TaskLauncher::writeAtCallEnd(const DeviceTask& task, uint64_t correlationId
   record.record = task.prototype;
   record.endNs = realtimeNs();
   record.dueNs = record.endNs;
-  // Host span of the call; the device clock does not apply (no device timestamp is involved).
-  setTiming(record.record, startNs, record.endNs);
+  // Host span of the call on MSPTI's host clock; the device clock does not apply (no device
+  // timestamp is involved).
+  setTiming(record.record, ctx_.hostRecords.onHostClock(startNs), ctx_.hostRecords.onHostClock(record.endNs));
   setPlacement(record.record, ctx_.environment.physicalDevice(task.device), task.stream, correlationId);
   if (withExternals) {
     for (const auto& [externalKind, top] : ctx_.externalCorrelation.tops(ctx_.options.flag(Option::kPerThreadStacks))) {

@@ -32,7 +32,8 @@ class ActivityBuilderTest : public ::testing::Test {
     log = {{kOpThread, {1, 60 | Fwd::kUserRangeBit}}};
     appendRecords(store, records);
     store.seal();
-    table = LaunchTable::build(store, HostClock::realtime(), {T, T + 10'000, T + 10'000}, {}, counters);
+    Admission admission(HostClock::realtime(), {T, T + 10'000, T + 10'000}, store.ledger(), counters);
+    table = LaunchTable::build(store, admission, {}, counters);
     cb = ops.callback();
     timeline = std::make_unique<OpTimeline>(log, &cb, counters);
     buildActivities({&table, timeline.get(), &ids, 4242}, buffer, lanes, counters);

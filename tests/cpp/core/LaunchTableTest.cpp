@@ -28,7 +28,8 @@ Built build(const RecordBuilder& records, uint64_t staleBelow = 0, const std::ve
   appendRecords(store, records);
   store.seal();
   Built b;
-  b.table = LaunchTable::build(store, HostClock::realtime(), window, visible, b.counters);
+  Admission admission(HostClock::realtime(), window, store.ledger(), b.counters);
+  b.table = LaunchTable::build(store, admission, visible, b.counters);
   // Rows are copies: the table stays valid after the store is gone, except for `call`.
   for (auto& l : b.table.launches) l.call = nullptr;
   return b;

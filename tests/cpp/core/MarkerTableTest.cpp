@@ -31,6 +31,14 @@ MarkerRecord rec(uint32_t flag, uint32_t source, int64_t t, uint64_t id, const s
 
 constexpr uint32_t kHost = MSPTI_ACTIVITY_SOURCE_KIND_HOST, kDevice = MSPTI_ACTIVITY_SOURCE_KIND_DEVICE;
 
+// The table of records inside a window that holds them all, on the realtime clock.
+MarkerTable buildAll(const std::vector<MarkerRecord>& records, const std::vector<uint32_t>& visible,
+                     const MarkerDomainFilter* keep, SessionCounters& c) {
+  const CorrelationLedger ledger(0);
+  Admission admission(HostClock::realtime(), {0, INT64_MAX, INT64_MAX}, ledger, c);
+  return MarkerTable::build(records, admission, visible, keep, c);
+}
+
 TEST(MarkerTable, PairsRangesByIdInAnyArrivalOrder) {
   // The end arrives first (another buffer), and host and device records share the id.
   const std::vector<MarkerRecord> records = {
@@ -42,7 +50,7 @@ TEST(MarkerTable, PairsRangesByIdInAnyArrivalOrder) {
       rec(MSPTI_ACTIVITY_FLAG_MARKER_END_WITH_DEVICE, kHost, 960, 6),
   };
   SessionCounters c;
-  const MarkerTable t = MarkerTable::build(records, {}, nullptr, c);
+  const MarkerTable t = buildAll(records, {}, nullptr, c);
   ASSERT_EQ(t.markers.size(), 3u);
   EXPECT_EQ(c.markerRanges, 3u);
   EXPECT_EQ(c.markerUnpairedStarts + c.markerUnpairedEnds, 0u);
@@ -78,7 +86,7 @@ TEST(MarkerTable, UnpairedEndsAndStartsAreCountedAndKeptAsInstants) {
       rec(0x40, kHost, 260, 4, &kLoad),  // not a MARKER_* flag
   };
   SessionCounters c;
-  const MarkerTable t = MarkerTable::build(records, {}, nullptr, c);
+  const MarkerTable t = buildAll(records, {}, nullptr, c);
   ASSERT_EQ(t.markers.size(), 4u);
   EXPECT_EQ(c.markerUnpairedEnds, 1u);
   EXPECT_EQ(c.markerUnpairedStarts, 1u);
@@ -99,7 +107,7 @@ TEST(MarkerTable, ASecondStartWithTheSameIdLeavesTheFirstUnpaired) {
       rec(MSPTI_ACTIVITY_FLAG_MARKER_END, kHost, 300, 9),
   };
   SessionCounters c;
-  const MarkerTable t = MarkerTable::build(records, {}, nullptr, c);
+  const MarkerTable t = buildAll(records, {}, nullptr, c);
   EXPECT_EQ(c.markerUnpairedStarts, 1u);
   EXPECT_EQ(c.markerRanges, 1u);
   ASSERT_EQ(t.markers.size(), 2u);
@@ -111,7 +119,7 @@ TEST(MarkerTable, DeviceMarkersUseTheLogicalDevice) {
   const std::vector<MarkerRecord> records = {
       rec(MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS_WITH_DEVICE, kDevice, 100, 1, &kStep, nullptr, 6, 2)};
   SessionCounters c;
-  const MarkerTable t = MarkerTable::build(records, {4, 6}, nullptr, c);  // ASCEND_RT_VISIBLE_DEVICES=4,6
+  const MarkerTable t = buildAll(records, {4, 6}, nullptr, c);  // ASCEND_RT_VISIBLE_DEVICES=4,6
   ASSERT_EQ(t.markers.size(), 1u);
   EXPECT_EQ(t.markers[0].lane, 1);
   EXPECT_EQ(t.markers[0].row, 2);
@@ -127,7 +135,7 @@ TEST(MarkerTable, AnIncludeListDropsOtherDomainsAndCountsThem) {
   keep.mode = MarkerDomainFilter::Mode::kInclude;
   keep.names = {"train"};
   SessionCounters c;
-  const MarkerTable t = MarkerTable::build(records, {}, &keep, c);
+  const MarkerTable t = buildAll(records, {}, &keep, c);
   ASSERT_EQ(t.markers.size(), 2u);
   EXPECT_EQ(*t.markers[0].name, "step");
   EXPECT_EQ(t.markers[1].kind, MarkerKind::kUnpairedEnd);

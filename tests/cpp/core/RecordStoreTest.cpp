@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -16,6 +19,14 @@ namespace torch_mspti::test {
 namespace {
 
 constexpr uint32_t kKernelBit = 1u << static_cast<int>(LaunchClass::kKernel);
+constexpr uint32_t kUnclassifiedBit = 1u << static_cast<int>(LaunchClass::kNone);
+
+// A store over `cap` records of a session that collects kernels and launch calls.
+std::unique_ptr<RecordStore> kernelSession(uint64_t cap, uint32_t also = 0) {
+  auto store = std::make_unique<RecordStore>(0, cap);
+  store->waitFor(kKernelBit | kUnclassifiedBit | also, /*launchCalls=*/true);
+  return store;
+}
 
 TEST(RecordStore, AppendLeavesTheBatchEmpty) {
   RecordStore store(0);
@@ -112,7 +123,8 @@ TEST(RecordStore, ConcurrentAppendsAndSealLoseNothingUncounted) {
 // max_session_records: the store keeps what fits (device rows first, then launch calls, then
 // hints), counts the rest, and a device record over the cap still ends its launch's wait.
 TEST(RecordStore, CapKeepsRoomForTheKernelOfEachLaunchItKeeps) {
-  RecordStore store(0, 5);
+  auto owned = kernelSession(5);
+  RecordStore& store = *owned;
   RecordBuilder first;
   first.external(layout::kCustom0, 7, 1).api(10, 20, 1, 2, 1, "LaunchKernelV2");
   first.external(layout::kCustom0, 8, 2).api(30, 40, 1, 2, 2, "LaunchKernelV2");
@@ -144,7 +156,8 @@ TEST(RecordStore, CapKeepsRoomForTheKernelOfEachLaunchItKeeps) {
 // arrives: those buffers must not take the room of the kernels their launches announced.
 TEST(RecordStore, HostRecordsArrivingFirstNeverCrowdOutTheKernelsOfKeptLaunches) {
   constexpr uint64_t kCap = 30, kLaunches = 20;
-  RecordStore store(0, kCap);
+  auto owned = kernelSession(kCap);
+  RecordStore& store = *owned;
   for (uint64_t id = 1; id <= kLaunches; ++id) {
     RecordBuilder host;
     host.external(layout::kCustom0, 100 + id, id).api(10 * id, 10 * id + 5, 1, 2, id, "LaunchKernelV2");
@@ -169,7 +182,8 @@ TEST(RecordStore, OneBatchOverTheCapKeepsNoKernelWithoutItsCall) {
   // The whole session in one buffer (a large buffer flushed at stop): kernels come in the same
   // batch as their calls and must not fill the cap ahead of them.
   constexpr uint64_t kCap = 30, kLaunches = 50;
-  RecordStore store(0, kCap);
+  auto owned = kernelSession(kCap);
+  RecordStore& store = *owned;
   RecordBuilder all;
   for (uint64_t id = 1; id <= kLaunches; ++id)
     all.external(layout::kCustom0, 100 + id, id).api(10 * id, 10 * id + 5, 1, 2, id, "LaunchKernelV2");
@@ -182,6 +196,169 @@ TEST(RecordStore, OneBatchOverTheCapKeepsNoKernelWithoutItsCall) {
   for (size_t i = 0; i < store.devices().size(); ++i)
     EXPECT_EQ(store.devices()[i].correlationId, store.apis()[i].correlationId);
   EXPECT_EQ(store.overCap(), 3 * kLaunches - kCap);
+}
+
+// Records the store holds: every record appended minus those counted over the cap.
+uint64_t keptRecords(const RecordStore& store) { return store.records() - store.overCap(); }
+
+// Every kept device row has its launch call kept (the call of each id in `calls` was delivered).
+void expectEveryKeptRowWithItsCall(const RecordStore& store) {
+  std::set<uint64_t> calls;
+  for (const auto& a : store.apis()) calls.insert(a.correlationId);
+  for (const auto& d : store.devices()) EXPECT_TRUE(calls.count(d.correlationId)) << "row " << d.correlationId;
+}
+
+// A launch call that starts device work the session does not collect (a copy while MEMCPY is off,
+// with the library preloaded: its id is minted, mspti.md 5.5) opens no wait that any record ends:
+// it must hold no room. 600 copies and 400 kernel launches, host records first as MSPTI delivers
+// them, at a cap that holds exactly all of their records.
+TEST(RecordStore, CallsOfClassesNotCollectedHoldNoRoom) {
+  constexpr uint64_t kCopies = 600, kLaunches = 400;
+  auto owned = kernelSession(2 * kCopies + 3 * kLaunches);
+  RecordStore& store = *owned;
+  uint64_t id = 0;
+  for (uint64_t i = 0; i < kCopies; ++i) {
+    ++id;
+    RecordBuilder host;
+    host.external(layout::kCustom0, 10'000 + id, id).api(10 * id, 10 * id + 5, 1, 2, id, "aclrtMemcpyAsync");
+    appendRecords(store, host);
+  }
+  for (uint64_t i = 0; i < kLaunches; ++i) {
+    ++id;
+    RecordBuilder host;
+    host.external(layout::kCustom0, 10'000 + id, id).api(10 * id, 10 * id + 5, 1, 2, id, "LaunchKernelV2");
+    appendRecords(store, host);
+  }
+  for (uint64_t k = kCopies + 1; k <= id; ++k) {
+    RecordBuilder device;
+    device.kernel(100'000 + 10 * k, 100'005 + 10 * k, 0, 1, k, "k");
+    appendRecords(store, device);
+  }
+  store.seal();
+  EXPECT_EQ(store.overCap(), 0u);
+  EXPECT_EQ(store.devices().size(), kLaunches);
+  EXPECT_EQ(store.apis().size(), kCopies + kLaunches);
+}
+
+// The same with copies collected: their calls hold room for their rows, which then come.
+TEST(RecordStore, CallsOfCollectedClassesHoldRoomForTheirRows) {
+  constexpr uint32_t kMemcpyBit = 1u << static_cast<int>(LaunchClass::kMemcpy);
+  auto owned = kernelSession(4, kMemcpyBit);
+  RecordStore& store = *owned;
+  RecordBuilder host;
+  host.api(10, 15, 1, 2, 1, "aclrtMemcpyAsync").api(20, 25, 1, 2, 2, "aclrtMemcpyAsync");
+  host.api(30, 35, 1, 2, 3, "aclrtMemcpyAsync");
+  appendRecords(store, host);  // two calls with room for their rows; the third finds none
+  EXPECT_EQ(store.overCap(), 1u);
+  EXPECT_EQ(store.pendingLaunches(kMemcpyBit), 2u);
+}
+
+// A launch call refused for want of room keeps its rows out in every later batch: at cap 31,
+// host records first (external + call per launch, three records with the kernel's room), ten
+// launches fit whole; the eleventh's call is refused, and its kernel, coming later when the
+// kept kernels have ended their waits, must not take the room they leave.
+TEST(RecordStore, ARowWhoseCallWasRefusedIsRefusedInALaterBatch) {
+  constexpr uint64_t kCap = 31, kLaunches = 20;
+  auto owned = kernelSession(kCap);
+  RecordStore& store = *owned;
+  for (uint64_t id = 1; id <= kLaunches; ++id) {
+    RecordBuilder host;
+    host.external(layout::kCustom0, 100 + id, id).api(10 * id, 10 * id + 5, 1, 2, id, "LaunchKernelV2");
+    appendRecords(store, host);
+  }
+  for (uint64_t id = 1; id <= kLaunches; ++id) {
+    RecordBuilder device;
+    device.kernel(1000 + 10 * id, 1005 + 10 * id, 0, 1, id, "k");
+    appendRecords(store, device);
+  }
+  store.seal();
+  EXPECT_EQ(store.apis().size(), 10u);
+  EXPECT_EQ(store.devices().size(), 10u);
+  expectEveryKeptRowWithItsCall(store);
+  EXPECT_LE(keptRecords(store), kCap);
+}
+
+// Never more than the cap, and never a row without its call, for every cap up to a session's
+// size and every order MSPTI can deliver in: each launch's host records before its kernel (in
+// their own buffers), every host record before every kernel, kernels before their calls (a
+// later buffer holding the calls), and everything in one buffer.
+TEST(RecordStore, NeverMoreThanTheCapAndNeverARowWithoutItsCall) {
+  constexpr uint64_t kLaunches = 12;
+  auto host = [](uint64_t id) {
+    RecordBuilder b;
+    b.external(layout::kCustom0, 100 + id, id).api(10 * id, 10 * id + 5, 1, 2, id, "LaunchKernelV2");
+    return b;
+  };
+  auto device = [](uint64_t id) {
+    RecordBuilder b;
+    b.kernel(1000 + 10 * id, 1005 + 10 * id, 0, 1, id, "k");
+    return b;
+  };
+  // An external record in an earlier buffer than its call (MSPTI writes it as the id is minted,
+  // the call's record as the call returns).
+  auto external = [](uint64_t id) {
+    RecordBuilder b;
+    b.external(layout::kCustom0, 100 + id, id);
+    return b;
+  };
+  auto call = [](uint64_t id) {
+    RecordBuilder b;
+    b.api(10 * id, 10 * id + 5, 1, 2, id, "LaunchKernelV2");
+    return b;
+  };
+  enum Order { kInterleaved, kHostFirst, kDeviceFirst, kOneBuffer, kExternalsApart };
+  for (int order = kInterleaved; order <= kExternalsApart; ++order) {
+    for (uint64_t cap = 1; cap <= 3 * kLaunches + 1; ++cap) {
+      SCOPED_TRACE("order " + std::to_string(order) + ", cap " + std::to_string(cap));
+      auto owned = kernelSession(cap);
+      RecordStore& store = *owned;
+      RecordBuilder all;
+      for (uint64_t id = 1; id <= kLaunches; ++id) {
+        if (order == kInterleaved) {
+          appendRecords(store, host(id));
+          appendRecords(store, device(id));
+        } else if (order == kOneBuffer) {
+          all.append(host(id)).append(device(id));
+        }
+      }
+      const bool hostFirst = order == kHostFirst;
+      if (order == kHostFirst || order == kDeviceFirst)
+        for (int pass = 0; pass < 2; ++pass)
+          for (uint64_t id = 1; id <= kLaunches; ++id)
+            appendRecords(store, (pass == 0) == hostFirst ? host(id) : device(id));
+      if (order == kOneBuffer) appendRecords(store, all);
+      if (order == kExternalsApart) {
+        for (uint64_t id = 1; id <= kLaunches; ++id) {
+          appendRecords(store, external(id));
+          appendRecords(store, call(id));
+        }
+        for (uint64_t id = 1; id <= kLaunches; ++id) appendRecords(store, device(id));
+      }
+      store.seal();
+      EXPECT_LE(keptRecords(store), cap);
+      EXPECT_EQ(store.records(), 3 * kLaunches);
+      expectEveryKeptRowWithItsCall(store);
+      if (cap >= 3 * kLaunches) EXPECT_EQ(store.overCap(), 0u);
+    }
+  }
+}
+
+// Drops are counted per kind, and add up to the total.
+TEST(RecordStore, OverCapIsCountedPerKind) {
+  auto owned = kernelSession(3);
+  RecordStore& store = *owned;
+  RecordBuilder b;
+  b.external(layout::kCustom0, 101, 1).api(10, 15, 1, 2, 1, "LaunchKernelV2");
+  b.external(layout::kCustom0, 102, 2).api(20, 25, 1, 2, 2, "LaunchKernelV2");
+  b.marker(30, 7, "m", "default");
+  appendRecords(store, b);
+  store.seal();
+  const std::vector<uint64_t> byKind = store.overCapByKind();
+  uint64_t sum = 0;
+  for (uint64_t n : byKind) sum += n;
+  EXPECT_EQ(sum, store.overCap());
+  EXPECT_EQ(byKind[MSPTI_ACTIVITY_KIND_MARKER], 1u);
+  EXPECT_GE(byKind[MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION], 1u);
 }
 
 }  // namespace

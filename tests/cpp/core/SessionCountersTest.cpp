@@ -34,9 +34,9 @@ TEST(SessionCounters, TheListIsComplete) {
     EXPECT_NE(std::string(info.description), "") << info.key;
   }
   // Every uint64_t of the struct before recordsByKind is a listed counter; markersByDomain follows.
-  EXPECT_EQ(
-      sizeof(SessionCounters),
-      sizeof(uint64_t) * (static_cast<size_t>(kCounterCount) + MSPTI_ACTIVITY_KIND_COUNT) + sizeof(c.markersByDomain));
+  EXPECT_EQ(sizeof(SessionCounters), sizeof(uint64_t) * (static_cast<size_t>(kCounterCount) +
+                                                         MSPTI_ACTIVITY_KIND_COUNT * (1 + kDropReasonCount)) +
+                                         sizeof(c.markersByDomain));
 }
 
 TEST(SessionCounters, MarkersByDomainAddAndSubtract) {
