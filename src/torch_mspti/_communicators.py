@@ -64,7 +64,13 @@ def _from_torch_npu(pg: Any, global_rank: int) -> tuple[str, int] | None:
 
 
 def describe() -> list[Entry]:
-    """One entry per process group of this process that has an HCCL communicator."""
+    """One entry per process group of this process that has an HCCL communicator.
+
+    The entry's rank is this process's rank *in the group* (what the trace writes as ``Rank``, as
+    torch writes ProcessGroupNCCL's ``rank_``): the index of the global rank in the group's global
+    ``ranks``, e.g. 1 for global rank 2 in ``new_group([0, 2])``. torch_npu's
+    ``get_hccl_comm_name`` is asked with the global rank, which picks the device (docs/torch_npu.md 6).
+    tests/test_subgroup_ranks.py tells the two apart."""
     try:
         import torch.distributed as dist
 
