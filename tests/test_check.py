@@ -11,6 +11,7 @@ import textwrap
 
 import collective_traces as coll
 import pytest
+import sim_support
 
 from torch_mspti_cli import _health
 from torch_mspti_cli.check import RULES, WARNINGS, CheckReport, TraceFileError, check_trace, load_trace
@@ -197,8 +198,17 @@ def _kernels_overlap(t):
     find(t, cat="kernel")["dur"] = 101  # [16, 117] runs into the next kernel at 116
 
 
+def _range_crosses_op(t):
+    # a range [5, 25] on the op's lane: the op [10, 60] starts inside it and ends after it
+    t["traceEvents"].append(
+        {"ph": "X", "cat": "user_annotation", "name": "step", "pid": HOST, "tid": HOST, "ts": 5, "dur": 20}
+    )
+
+
 def _launch_outside_op(t):
-    find(t, cat="cpu_op")["dur"] = 3  # op [10, 13], launch [12, 15]
+    find(t, cat="cpu_op")["dur"] = (
+        1  # op [10, 11], launch [12, 15] (a launch crossing the op's end is lane-not-nested too)
+    )
 
 
 def _no_process_label(t):
@@ -262,6 +272,7 @@ BROKEN = [
     ("flow-link-mismatch", _correlation_mismatch, {}),
     ("flow-link-mismatch", _external_id_mismatch, {}),
     ("kernel-overlap-in-stream", _kernels_overlap, {}),
+    ("lane-not-nested", _range_crosses_op, {}),
     ("launch-not-nested-in-op", _launch_outside_op, {}),
     ("npu-lane-unnamed", _no_process_label, {}),
     ("npu-lane-unnamed", _no_stream_name, {}),
@@ -497,6 +508,102 @@ def test_overlap_tolerates_microsecond_rounding_on_epoch_timestamps():
     assert set(check_trace(trace).counts_by_rule) == {"kernel-overlap-in-stream"}
 
 
+# ----------------------------------------------------------------------------- lanes that nest
+
+
+def _slice(name: str, ts: float, dur: float, cat: str = "user_annotation", pid=HOST, tid=HOST, **args) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _mstx_range(ts: float, dur: float) -> dict:
+    """A "communication" mstx range on STREAM, as torch-mspti writes the device side of one."""
+    return _slice("{/'opName/': /'HcclAllreduce/'}", ts, dur, "gpu_user_annotation", NPU, STREAM, **{"marker id": 1})
+
+
+def test_a_lane_that_does_not_nest_is_one_problem_with_its_count_and_first_crossing():
+    trace = make_trace(ops=3)  # ops [10, 60], [110, 160], [210, 260] on the host lane, kernels [16, 21], ... on STREAM
+    trace["traceEvents"] += [
+        _slice("fwd", 5, 20),  # the first op starts inside it and ends after it
+        _slice("bwd", 250, 30),  # starts inside the third op and ends after it
+        _mstx_range(14, 6),  # [14, 20] on the stream: the first kernel [16, 21] ends after it
+    ]
+    report = check_trace(trace)
+    assert report.counts_by_rule == {"lane-not-nested": 2}, [p.message for p in report.problems]
+    host, device = sorted(report.problems, key=lambda p: p.message.startswith("on device"))
+    flat = " ".join(host.message.split())
+    assert "on pid 4242 tid 4242, 2 slice(s) start inside another slice and end after it" in flat, flat
+    assert (
+        "the first: 'aten::mm' (cpu_op, 10.000 to 60.000) starts inside 'fwd' (user_annotation, 5.000 to 25.000) "
+        "and ends 35.000 µs after it" in flat
+    ), flat
+    assert "Perfetto" in flat and "must nest or be disjoint" in flat, flat
+    assert host.event["name"] == "aten::mm" and host.event["ts"] == 10
+    assert "on device 0 stream 7, 1 slice(s)" in device.message and "'MatMulV2' (kernel, 16.000" in device.message
+    assert not report.ok and "lane-not-nested" in RULES
+
+
+def test_slices_that_touch_share_an_end_or_start_together_nest_despite_float_rounding():
+    base = 5202930741764.462  # absolute µs, as torch writes them: ts + dur is off in the last float bit
+    trace = make_trace(base=base)
+    op = find(trace, cat="cpu_op")  # [base + 10, +50]
+    start, end = op["ts"], round(op["ts"] + op["dur"], 3)
+    trace["traceEvents"] += [
+        _slice("before", round(start - 7.251, 3), 7.251),  # ends where the op starts
+        _slice("after", end, 3.5),  # starts where the op ends
+        _slice("tail", round(end - 0.333, 3), 0.333),  # shares the op's end
+        _slice("same", start, 50),  # the op's own span
+        _slice("head", start, 0.001),  # shares its start, 1 ns long
+        _slice("empty", round(start + 20.001, 3), 0),
+    ]
+    report = check_trace(trace)
+    assert report.ok, [p.message for p in report.problems]
+    trace["traceEvents"].append(_slice("late", round(end - 0.005, 3), 1))  # 5 ns before the op's end
+    assert check_trace(trace).counts_by_rule == {"lane-not-nested": 1}
+
+
+def test_a_crossing_of_one_ns_is_found_where_the_floats_hold_ns():
+    trace = make_trace()  # op [10, 60]
+    trace["traceEvents"].append(_slice("late", 60, 1))  # touches
+    assert check_trace(trace).ok
+    trace["traceEvents"][-1]["ts"] = 59.999  # starts 1 ns before the op's end
+    assert check_trace(trace).counts_by_rule == {"lane-not-nested": 1}
+
+
+def test_two_device_rows_that_overlap_are_reported_once_by_the_stream_rule():
+    trace = make_trace()
+    find(trace, cat="kernel")["dur"] = 101  # [16, 117] crosses the next kernel's start at 116
+    assert set(check_trace(trace).counts_by_rule) == {"kernel-overlap-in-stream"}
+
+
+def test_torchs_python_frames_that_straddle_a_range_are_left_out():
+    """torch's Python tracer: record_function's range opens inside _record_function_enter_new's frame."""
+    trace = make_trace()
+    frame = _slice("<built-in method _record_function_enter_new>", 5, 6, cat="python_function")  # [5, 11]
+    trace["traceEvents"].append(frame)
+    assert check_trace(trace).ok
+    frame["cat"] = "user_annotation"  # the same span as a range of the lane crosses the op [10, 60]
+    assert check_trace(trace).counts_by_rule == {"lane-not-nested": 1}
+
+
+def test_c10d_work_ranges_that_outlive_their_op_are_left_out():
+    """ProcessGroupGloo's send: torch opens "gloo:send" inside the c10d op and closes it when the work
+    completes, after the op (seen in the simulated hccl backend's traces, which send through gloo)."""
+    trace = make_trace()  # op [10, 60]
+    work = _slice("gloo:send", 40, 100)  # [40, 140]
+    trace["traceEvents"].append(work)
+    assert check_trace(trace).ok
+    work["name"] = "send"  # a range of anyone else that crosses the op's end
+    assert check_trace(trace).counts_by_rule == {"lane-not-nested": 1}
+
+
+def test_a_lane_of_many_crossings_is_swept_once():
+    # 200k slices, each starting inside the one before and ending after it: a pairwise scan would not finish
+    events = [_slice(f"r{i}", i * 10, 15) for i in range(200_000)]
+    report = check_trace(events, allow_empty=True)
+    assert report.counts_by_rule == {"lane-not-nested": 1}
+    assert "199999 slice(s) start inside another slice" in report.problems[0].message
+
+
 def test_an_arrow_to_a_row_shortened_to_1_ns_binds_to_that_row_not_the_next():
     # The lane repair can shorten a row to 1 ns (its start moved to the previous row's end); on
     # epoch timestamps the next row then starts inside the checker's tolerance (seen on the real
@@ -633,6 +740,64 @@ def test_real_cpu_only_torch_trace_is_accepted(tmp_path):
     assert isinstance(report, CheckReport)
     assert report.ok, [p.message for p in report.problems]
     assert report.stats.kernels == 0 and report.stats.device_lanes == 0 and report.warnings == []
+
+
+def test_real_cpu_only_torch_trace_with_python_frames_and_nested_ranges_nests(tmp_path):
+    """torch's own CPU lanes: ops and nested record_function ranges nest; the Python tracer's frames
+    (with_stack) straddle the ranges and are left out of the rule."""
+    pytest.importorskip("torch")
+    out = tmp_path / "cpu.json"
+    script = textwrap.dedent(f"""
+        import torch
+        from torch.profiler import profile, record_function, ProfilerActivity
+        model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_stack=True,
+                     profile_memory=True) as p:
+            for _ in range(2):
+                with record_function("step"):
+                    with record_function("forward"):
+                        y = model(torch.randn(8, 32))
+                    with record_function("backward"):
+                        y.sum().backward()
+                    opt.step()
+                    opt.zero_grad()
+        p.export_chrome_trace({str(out)!r})
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, timeout=300)
+    events = load_trace(out)["traceEvents"]
+    assert {"cpu_op", "user_annotation", "python_function"} <= {e.get("cat") for e in events}
+    report = check_trace(out, allow_empty=True)
+    assert report.ok and report.counts_by_rule == {}, [p.message for p in report.problems]
+
+
+def test_a_simulated_npu_trace_nests(tmp_path):
+    """A profile of ops and nested ranges on the simulated NPU (direct launches, so kineto projects the
+    ranges onto the streams): host and stream lanes nest."""
+    sim_support.require_simulator()
+    out = tmp_path / "npu.json"
+    script = textwrap.dedent(f"""
+        import torch, torch_mspti.sim
+        from torch.profiler import profile, record_function, ProfilerActivity
+        torch_mspti.sim.enable(launch_mode="direct")
+        model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to("npu")
+        x = torch.randn(8, 32, device="npu")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], with_stack=True) as p:
+            for _ in range(2):
+                with record_function("step"):
+                    with record_function("forward"):
+                        y = model(x)
+                    with record_function("backward"):
+                        y.sum().backward()
+            torch.npu.synchronize()
+        p.export_chrome_trace({str(out)!r})
+    """)
+    proc = sim_support.run_child(script, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    events = load_trace(out)["traceEvents"]
+    assert any(e.get("cat") == "gpu_user_annotation" and e.get("pid") == 0 for e in events)  # ranges on a stream
+    report = check_trace(out)
+    assert report.ok and report.stats.linked_kernels > 0, [p.message for p in report.problems]
 
 
 def test_launches_on_a_process_without_ops_are_on_a_host_process():

@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser(
         "ranks",
-        help="compare one trace per rank: the same Seq of a group names the same collective on every rank",
+        help="compare one trace per rank of one run: the same Seq of a group names the same collective on every rank",
     )
     r.add_argument(
         "traces", metavar="TRACE", nargs="+", help="one trace per rank (JSON, optionally gzip), or a directory of them"

@@ -7,6 +7,7 @@ comparisons allow a small tolerance (see ``tolerance_for``).
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 from bisect import bisect_right
@@ -24,6 +25,14 @@ OP_CAT = "cpu_op"
 USER_RANGE_CAT = "user_annotation"  # record_function ranges: launches inside one link to it
 LAUNCH_CAT = "privateuse1_runtime"
 FLOW_CAT = "ac2g"
+# Slices of torch's own that do not nest by construction; the nesting rule leaves them out (they are
+# torch's, not the producer's, and nothing the user can change):
+# * the Python tracer's frames (with_stack=True): a record_function range opens inside the frame of
+#   _record_function_enter_new and closes inside that of __exit__;
+# * c10d's asynchronous Work ranges (user_annotation "gloo:send", "nccl:all_reduce", ...): opened on
+#   the calling thread inside the collective's op, closed when the work completes, after the op.
+PYTHON_FRAME_CAT = "python_function"
+C10D_WORK_PREFIXES = ("gloo:", "nccl:", "hccl:", "ucc:", "mpi:", "xccl:")
 # kineto's output_base.h: device lanes get sort index device + kExceedMaxPid.
 EXCEED_MAX_PID = 5_000_000
 
@@ -42,6 +51,10 @@ RULES: dict[str, str] = {
     "flow-end-binding": 'an ac2g finish has "bp": "e" (bind to the enclosing slice)',
     "flow-link-mismatch": "both ends of an arrow agree on correlation and External id",
     "kernel-overlap-in-stream": "kernels on one stream (pid + tid) do not overlap",
+    "lane-not-nested": "the slices of one lane (pid + tid) nest or are disjoint: none starts inside another and "
+    "ends after it, which viewers (Perfetto) drop or mis-nest; times compared in whole ns; two device rows that "
+    "overlap are kernel-overlap-in-stream's; torch's python_function frames and c10d Work ranges (gloo:*, nccl:*, ...) "
+    "are left out",
     "launch-not-nested-in-op": "each launch linked to an op (it has an External id) lies inside a cpu_op or "
     "user_annotation slice on its pid/tid",
     "npu-lane-unnamed": "device processes have process_name and process_labels, streams a thread_name",
@@ -454,6 +467,73 @@ def check_stream_overlap(ix: Index, sink: Sink, tol: float) -> None:
                 )
             if end > last_end:
                 last_end, last_i = end, i
+
+
+def ns_tolerance(max_abs_ts: float) -> int:
+    """Whole ns by which a time read back from a µs float may differ from the ns kineto wrote: 0 while
+    the float's spacing at the trace's largest time is below 1/4 ns (then rounding ts * 1000 gives
+    the written ns back), else that spacing rounded up (1 ns at the ~5e12 µs of a monotonic clock)."""
+    spacing_ns = math.ulp(max_abs_ts) * 1000
+    return 0 if spacing_ns < 0.25 else math.ceil(spacing_ns)
+
+
+def check_lane_nesting(ix: Index, sink: Sink) -> None:
+    """Partial overlaps per lane: a slice B that starts inside an open slice A (A started first,
+    or at the same ns and is longer) and ends after A ends. Viewers nest the slices of a lane by
+    time, so such a pair is dropped or drawn mis-nested (Perfetto). Slices that touch (A's end is
+    B's start) or share an end nest. Times are compared in whole ns (ts and dur rounded
+    separately, as kineto writes them), within ``ns_tolerance``. One problem per lane: how many
+    slices cross the end of an enclosing one, and the first of them.
+
+    Two device rows (kernels, copies, memsets) that overlap are left to kernel-overlap-in-stream;
+    a device row against a range on its stream (an mstx range, kineto's projected annotation) is
+    checked here. torch's slices that never nest (Python frames, c10d Work ranges; see
+    ``C10D_WORK_PREFIXES``) are left out. Sorted by start, then swept with a min-heap of the open slices' ends per kind
+    (device row or not): O(n log n)."""
+    ev = ix.events
+    tol = ns_tolerance(ix.max_abs_ts)
+    for (pid, tid), items in ix.slices.items():
+        lane = []
+        for ts, _end, i in items:
+            e = ev[i]
+            cat = e.get("cat")
+            if cat == PYTHON_FRAME_CAT or (cat == USER_RANGE_CAT and str(e.get("name")).startswith(C10D_WORK_PREFIXES)):
+                continue
+            start = round(ts * 1000)
+            lane.append((start, start + round(e["dur"] * 1000), cat in DEVICE_CATS, i))
+        if len(lane) < 2:
+            continue
+        lane.sort(key=lambda t: (t[0], -t[1]))
+        open_ends: tuple[list, list] = ([], [])  # (end, start, index) of open slices: others, device rows
+        crossings, first = 0, None
+        for start, end, device, i in lane:
+            crossed = None
+            for kind, heap in enumerate(open_ends):
+                while heap and heap[0][0] <= start + tol:
+                    heapq.heappop(heap)  # ended by this start (or touching it)
+                if heap and (kind == 0 or not device):
+                    a_end, a_start, a = heap[0]  # the open slice that ends first
+                    if end > a_end + tol and start > a_start + tol and (crossed is None or a_end < crossed[0]):
+                        crossed = (a_end, a_start, a)
+            if crossed is not None:
+                crossings += 1
+                if first is None:
+                    first = (crossed[2], i, crossed[0], end)
+            heapq.heappush(open_ends[device], (end, start, i))
+        if first is not None:
+            a, b, a_end, b_end = first
+            ea, eb = ev[a], ev[b]
+            sink.add(
+                "lane-not-nested",
+                f"on {lane_name(pid, tid, pid in ix.device_pids)}, {crossings} slice(s) start inside another slice and "
+                f"end after it, so viewers such as Perfetto drop them or nest them wrongly; the first: "
+                f"{eb.get('name')!r} ({eb.get('cat')}, {fmt_ts(eb['ts'])} to {b_end / 1000:.3f}) starts inside "
+                f"{ea.get('name')!r} ({ea.get('cat')}, {fmt_ts(ea['ts'])} to {a_end / 1000:.3f}) and ends "
+                f"{(b_end - a_end) / 1000:.3f} µs after it. The slices of a lane must nest or be disjoint: a "
+                "torch-mspti row or mstx range that crosses another slice is a torch-mspti bug (report it with the "
+                "trace); an edited trace must keep each lane nested",
+                b,
+            )
 
 
 def check_zero_length_rows(ix: Index, sink: Sink, health: dict | None) -> None:

@@ -10,7 +10,8 @@ the trace's health report.
 Conventions checked (kineto's ChromeTraceLogger with our plugin): kernels are ``"cat": "kernel"``
 slices on pid = device, tid = stream; each linked launch is a ``privateuse1_runtime`` slice nested
 in its ``cpu_op``; an ``ac2g`` arrow starts (``"s"``) on the launch and finishes (``"f"``,
-``"bp": "e"``) on each kernel; device processes are named and sort after the CPU ones. Content:
+``"bp": "e"``) on each kernel; device processes are named and sort after the CPU ones; the slices
+of each lane nest (none starts inside another and ends after it). Content:
 the trace holds device activity (unless ``allow_empty``), its health report (trace-level key
 ``"torch_mspti"``) exists and does not say the session failed, and some kernel is linked.
 Collectives (kernel rows with a ``"Collective name"``): a row joined with its process group
@@ -190,6 +191,7 @@ def check_trace(
     tol = rules.tolerance_for(ix.max_abs_ts)
     flows = rules.check_flows(ix, sink, tol)
     rules.check_stream_overlap(ix, sink, tol)
+    rules.check_lane_nesting(ix, sink)
     rules.check_launch_nesting(ix, sink, tol)
     rules.check_lanes(ix, sink)
     present, health = _health.read(trace)

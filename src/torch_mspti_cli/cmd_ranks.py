@@ -1,8 +1,10 @@
 """``torch-mspti ranks TRACE [TRACE ...]``: compare one trace per rank, collective by collective.
 
 Exit 0 when every pair of ranks agrees on every collective both traces number (see
-:mod:`torch_mspti_cli.ranks`), 1 when some disagree or a trace cannot take part (no
-distributedInfo.rank), 2 when a file cannot be read as a trace. A directory stands for the ``*.json``
+:mod:`torch_mspti_cli.ranks`), 1 when some disagree, a trace cannot take part (no
+distributedInfo.rank) or the traces are not of one run (different world_size or backend, or one
+group on communicators of different runs; then nothing is compared), 2 when a file cannot be read
+as a trace. A directory stands for the ``*.json``
 and ``*.json.gz`` files in it (what ``tensorboard_trace_handler`` writes). ``--json`` prints
 :meth:`RanksReport.to_dict`.
 """

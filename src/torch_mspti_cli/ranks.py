@@ -15,7 +15,31 @@ that rank's calls together.
 Disagreements are reported with the group, the Seq and what each rank says. The likeliest cause
 on torch_npu: the group's sequence number counts sends and receives too (docs/torch_npu.md 6), so
 after point-to-point calls between some of a group's ranks its ranks number the same collective
-differently.
+differently. Message sizes (``In``/``Out msg nelems``, ``bytes``), algorithms, streams and times are
+not compared.
+
+Before any Seq is compared, the traces must be of one run (else nothing is compared and each
+mismatch is a problem). A trace carries no run id, so what is compared is what one run cannot
+disagree on:
+
+* its world: ``distributedInfo.world_size`` and ``backend`` are equal in every trace that has them,
+  and each ``rank`` is below its ``world_size``;
+* its communicators: HCCL names each communicator when it is made (the row's ``comm name``: derived
+  from the root info rank 0 creates for it on Ascend, a random 64-bit number minted by rank 0 on the
+  simulator), so all members of a group name it alike within a run, and another run names it
+  anew. Traces whose rows share a communicator name are of one run, and so are the traces of one
+  process (same rank, ``host_name`` and host pid: profiling cycles, even across a
+  ``destroy_process_group`` and ``init_process_group``, which name every group anew). Two such
+  sets of traces that both hold rows of one process group (``Process Group Name``) but share no
+  communicator are different runs.
+
+Not compared, because one run's traces legitimately differ in them: start times and ``trace_id``
+(ranks and profiling cycles start apart), ``host_name`` across ranks, the health report, and
+``pg_config`` (torch writes it when the profiler starts, without the groups made later). Hence the
+limits: traces without joined rows (or whose ranks share no group's rows) are told apart by their
+world only; communicators named by the user (torch_npu's HCCL config) repeat from run to run, so two
+runs of one job and world that name theirs alike pass as one run; and ranks of one run whose groups
+were all made again between their profiling windows look like two runs.
 """
 
 from __future__ import annotations
@@ -30,6 +54,7 @@ from .check import _events_of, load_trace
 __all__ = ["RankTrace", "Disagreement", "RanksReport", "read_rank", "compare_ranks"]
 
 _P2P = ("send", "recv")
+_HOST_CATS = ("cpu_op", "user_annotation")  # rows whose pid is the profiled process's id
 
 
 @dataclass(frozen=True)
@@ -41,6 +66,11 @@ class RankTrace:
     calls: dict[str, dict[int, tuple]]  # group -> Seq -> (collective, dtype, group ranks)
     group_ranks: dict[str, list[int]]  # group -> global ranks (from the rows' Process Group Ranks)
     rows: int  # joined rows with a Seq
+    world_size: int | None = None  # distributedInfo.world_size
+    backend: str | None = None  # distributedInfo.backend
+    comms: dict[str, frozenset[str]] = field(default_factory=dict)  # pg_name -> its rows' HCCL comm names
+    host_name: str | None = None  # kineto's top-level host_name
+    pids: frozenset[int] = frozenset()  # process ids of its host rows (cpu_op, user_annotation)
 
 
 @dataclass(frozen=True)
@@ -79,7 +109,8 @@ class RanksReport:
         return {
             "ok": self.ok,
             "traces": [
-                {"path": t.path, "rank": t.rank, "rows": t.rows, "groups": sorted(t.calls)} for t in self.traces
+                {"path": t.path, "rank": t.rank, "world_size": t.world_size, "rows": t.rows, "groups": sorted(t.calls)}
+                for t in self.traces
             ],
             "compared": self.compared,
             "disagreements": [
@@ -120,13 +151,25 @@ def read_rank(path: str) -> RankTrace:
     ValueError/TypeError/RecursionError for JSON that is not a trace)."""
     trace = load_trace(path)
     info = distributed_info(trace)
-    rank = info.get("rank") if isinstance(info, dict) and type(info.get("rank")) is int else None
+    info = info if isinstance(info, dict) else {}
+    rank = info.get("rank") if type(info.get("rank")) is int else None
+    world_size = info.get("world_size") if type(info.get("world_size")) is int else None
+    backend = info.get("backend") if isinstance(info.get("backend"), str) else None
     calls: dict[str, dict[int, tuple]] = defaultdict(dict)
     group_ranks: dict[str, list[int]] = {}
+    comms: dict[str, set[str]] = defaultdict(set)
     rows = 0
+    pids: set[int] = set()
     for e in _events_of(trace, path):
+        if isinstance(e, dict) and e.get("cat") in _HOST_CATS and type(e.get("pid")) is int:
+            pids.add(e["pid"])
         a = e.get("args") if isinstance(e, dict) else None
-        if not isinstance(a, dict) or "Process Group Description" not in a or type(a.get("Seq")) is not int:
+        if not isinstance(a, dict) or "Process Group Description" not in a:
+            continue
+        comm = a.get("comm name")
+        if isinstance(comm, str) and comm:
+            comms[str(a.get("Process Group Name"))].add(comm)  # numbered or not, it names the run's communicator
+        if type(a.get("Seq")) is not int:
             continue
         group = _group_key(a)
         collective = a.get("Collective name")
@@ -138,15 +181,17 @@ def read_rank(path: str) -> RankTrace:
         if members is not None:
             group_ranks[group] = members
         rows += 1
-    return RankTrace(path, rank, dict(calls), group_ranks, rows)
+    frozen = {group: frozenset(names) for group, names in comms.items()}
+    host_name = trace.get("host_name") if isinstance(trace, dict) and isinstance(trace.get("host_name"), str) else None
+    return RankTrace(
+        path, rank, dict(calls), group_ranks, rows, world_size, backend, frozen, host_name, frozenset(pids)
+    )
 
 
 def compare_ranks(traces: list[RankTrace]) -> RanksReport:
     """Every pair of member ranks of each group, on the Seq numbers both traces hold."""
     report = RanksReport(traces)
-    # Several traces of one rank (one per profiling cycle of a schedule) are one rank's calls: Seq
-    # numbers a group's calls over the whole run, so the same Seq in two of them is the same call.
-    by_rank: dict[int, dict[str, dict[int, tuple]]] = {}
+    ranked: list[RankTrace] = []
     seen: set[str] = set()
     for t in traces:
         if t.path in seen:
@@ -155,6 +200,15 @@ def compare_ranks(traces: list[RankTrace]) -> RanksReport:
         if t.rank is None:
             report.problems.append(f"{t.path}: no distributedInfo.rank, so it cannot be compared with the others")
             continue
+        ranked.append(t)
+    not_one_run = _world_problems(ranked) or _run_problems(ranked)
+    if not_one_run:
+        report.problems += not_one_run
+        return report  # Seq numbers of different runs say nothing about each other
+    # Several traces of one rank (one per profiling cycle of a schedule) are one rank's calls: Seq
+    # numbers a group's calls over the whole run, so the same Seq in two of them is the same call.
+    by_rank: dict[int, dict[str, dict[int, tuple]]] = {}
+    for t in ranked:
         mine = by_rank.setdefault(t.rank, {})
         for group, calls in t.calls.items():
             have = mine.setdefault(group, {})
@@ -187,3 +241,97 @@ def compare_ranks(traces: list[RankTrace]) -> RanksReport:
                     if ta[seq] != tb[seq]:
                         report.disagreements.append(Disagreement(group, seq, (a, b), (ta[seq], tb[seq])))
     return report
+
+
+_ONE_RUN_FIX = (
+    "torch-mspti ranks compares the ranks of one run: give the traces of one run (e.g. the directory its "
+    "tensorboard_trace_handler wrote), one or more per rank"
+)
+
+
+def _listing(traces: list[RankTrace], limit: int = 4) -> str:
+    """``rank 0 (path), rank 1 (path) and 3 more``: the traces, by rank then path."""
+    ordered = sorted(traces, key=lambda t: (t.rank, t.path))
+    shown = ", ".join(f"rank {t.rank} ({t.path})" for t in ordered[:limit])
+    return shown + (f" and {len(ordered) - limit} more" if len(ordered) > limit else "")
+
+
+def _world_problems(traces: list[RankTrace]) -> list[str]:
+    """Traces whose distributedInfo cannot be of one world: world_size or backend differ between them,
+    or a rank is not below its world_size. Traces without the field take no part in its comparison."""
+    problems = []
+    for key, what in (("world_size", "world_size"), ("backend", "backend")):
+        by_value: dict[Any, list[RankTrace]] = defaultdict(list)
+        for t in traces:
+            value = getattr(t, key)
+            if value is not None:
+                by_value[value].append(t)
+        if len(by_value) > 1:
+            worlds = "; ".join(
+                f"{what} {value if key == 'world_size' else repr(value)} in {_listing(ts)}"
+                for value, ts in sorted(by_value.items(), key=lambda kv: str(kv[0]))
+            )
+            problems.append(
+                f"traces of different worlds (distributedInfo.{what} differs; one run has one): {worlds}. "
+                + _ONE_RUN_FIX
+            )
+    for t in traces:
+        if t.world_size is not None and not 0 <= t.rank < t.world_size:
+            problems.append(
+                f"{t.path}: rank {t.rank} in a world of {t.world_size} ranks (distributedInfo says both): an edited "
+                "trace, or one of another run. " + _ONE_RUN_FIX
+            )
+    return problems
+
+
+def _run_problems(traces: list[RankTrace]) -> list[str]:
+    """Traces that name one process group by communicators no trace of the others shares: different
+    runs, since HCCL names each communicator anew in every run.
+
+    Traces are joined into runs when their rows share a communicator name (any group's), or when they
+    are one process's (same rank, host_name and host pid: profiling cycles of one process, even across
+    a destroy_process_group and init_process_group, which name every group anew). Two runs that both
+    hold rows of a group (pg_name) are reported together; runs that share no group's rows say nothing
+    about each other and are left alone."""
+    parent = list(range(len(traces)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[tuple, int] = {}
+    for i, t in enumerate(traces):
+        keys = [("comm", name) for names in t.comms.values() for name in names]
+        keys += [("process", t.rank, t.host_name, pid) for pid in t.pids]
+        for key in keys:
+            parent[root(i)] = root(first.setdefault(key, i))
+    runs: dict[int, list[RankTrace]] = defaultdict(list)
+    for i, t in enumerate(traces):
+        runs[root(i)].append(t)
+    held: dict[int, dict[str, set[str]]] = {}
+    for run, members in runs.items():
+        held[run] = defaultdict(set)
+        for t in members:
+            for group, names in t.comms.items():
+                held[run][group] |= names
+    clashing = [run for run in runs if any(other != run and held[run].keys() & held[other].keys() for other in runs)]
+    if not clashing:
+        return []
+    described = []
+    for run in sorted(clashing, key=lambda r: sorted((t.rank, t.path) for t in runs[r])):
+        ranks = sorted({t.rank for t in runs[run]})
+        comms = ", ".join(
+            f"group {group!r} on communicator {' and '.join(repr(n) for n in sorted(names))}"
+            for group, names in sorted(held[run].items())
+        )
+        label = "rank" if len(ranks) == 1 else "ranks"
+        described.append(f"{label} {', '.join(map(str, ranks))} ({comms}): {_listing(runs[run])}")
+    return [
+        f"traces of {len(clashing)} different runs: HCCL names each communicator anew in every run, and these "
+        "traces hold rows of the same process group on communicators that the others do not have: "
+        + "; ".join(described)
+        + ". (Ranks of one run whose groups were all made again between these traces' profiling windows look "
+        "the same: then give traces of the same windows.) " + _ONE_RUN_FIX
+    ]
