@@ -262,6 +262,11 @@ def test_a_session_over_its_cap_keeps_whole_launches(buffer_size, tmp_path):
     received = sum(session["records_by_kind"].values())
     assert received >= 2 * CAP_LAUNCHES and session["dropped"]["over_cap"] >= received - cap, session["dropped"]
     assert "over-cap" in session["warnings"], session["warnings"]
+    # the drops per kind add up to the total, and the health report and the warning name the kinds
+    by_kind = {kind: n["over_cap"] for kind, n in session["dropped_by_kind"].items() if "over_cap" in n}
+    assert sum(by_kind.values()) == session["dropped"]["over_cap"], (by_kind, session["dropped"])
+    message = next(f["message"] for f in session["findings"] if f["name"] == "over-cap")
+    assert by_kind and all(f"{kind} {n}" in message for kind, n in by_kind.items()), (message, by_kind)
     # the README counts the kernels lost over the cap as records_by_kind.KERNEL - rows.kernels: that
     # holds when rows.kernels is the number of kernels the trace really has
     assert session["rows"]["kernels"] == len(kept), (session["rows"], len(kept))

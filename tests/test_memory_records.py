@@ -68,6 +68,36 @@ def check_memory_step():
             "ops": {str(k): v for k, v in ops.items()}, "session": d["last_session"],
             "counter_events": d["torch"]["counter_events"], "notes": d["library"]["capability_notes"]}
 
+def check_host_clock_times():
+    # Every record on MSPTI's host clock (memory events, copies, host markers) lands where it
+    # happened, whichever clock the library reports that clock on (run with api_clock=0 and 1).
+    import ctypes, os, time
+    sim = ctypes.CDLL(torch_mspti.simulator_library())
+    sim.msptiSimSetOption.argtypes = [ctypes.c_char_p, ctypes.c_int64]
+    assert sim.msptiSimSetOption(b"api_clock", int(os.environ["SIM_API_CLOCK"])) == 0
+    torch.npu.synchronize()
+    torch.npu.empty_cache()
+    before = time.time_ns()
+    with profile(activities=ACT) as prof:
+        held = torch.empty(3 * MIB, dtype=torch.uint8, device="npu")
+        held.copy_(torch.ones(3 * MIB, dtype=torch.uint8))
+        r = torch.npu.mstx.range_start("host-range")
+        torch.npu.mstx.mark("host-mark")
+        torch.npu.mstx.range_end(r)
+        del held
+        torch.npu.empty_cache()
+        torch.npu.synchronize()
+    after = time.time_ns()
+    data = _trace(prof)
+    ev, base = data["traceEvents"], data.get("baseTimeNanoseconds", 0)  # ts is µs after the base
+    before, after = before - base, after - base
+    rows = [{"name": e["name"], "cat": e.get("cat"), "ts": e["ts"]} for e in ev if e.get("ph") == "X" and (
+        e["name"] in ("Memory Allocation", "Memory Release") or e.get("cat") == "gpu_memcpy"
+        or "marker id" in e.get("args", {}))]
+    d = torch_mspti.diagnostics().to_dict()["last_session"]
+    return {"before_us": before / 1e3, "after_us": after / 1e3, "rows": rows, "host_clock": d["host_clock"],
+            "dropped": d["dropped"]}
+
 def check_release_of_earlier_allocation():
     # Segments taken before any session (MEMORY off): MSPTI never recorded them, so their release
     # inside the session reports 0 bytes.
@@ -102,6 +132,21 @@ def preloaded(preloaded_results):
 def plain():
     require_simulator()
     return result(run_checks(CHECKS, {"launch_mode": "direct"}), "memory_step")
+
+
+@pytest.mark.parametrize("api_clock, clock", [(0, "realtime"), (1, "monotonic_raw")])
+def test_host_clock_records_are_on_the_sessions_clock(api_clock, clock):
+    # MSPTI builds that report host times on raw CLOCK_MONOTONIC_RAW do so for every host-side
+    # record (mspti.md 4): memory events, copies and host markers are converted as API records are,
+    # not dropped as outside the window or drawn near 1970.
+    env = {"LD_PRELOAD": simulator_library_path(), "SIM_API_CLOCK": str(api_clock)}
+    r = result(run_checks(CHECKS, {"launch_mode": "direct"}, env=env), "host_clock_times")
+    assert r["host_clock"] == clock, r
+    kinds = {row["name"] if row["cat"] != "gpu_memcpy" else "copy" for row in r["rows"]}
+    assert {"Memory Allocation", "Memory Release", "copy", "host-range", "host-mark"} <= kinds, r["rows"]
+    for row in r["rows"]:
+        assert r["before_us"] <= row["ts"] <= r["after_us"], row
+    assert r["dropped"]["out_of_window"] == 0, r["dropped"]
 
 
 def test_a_release_of_memory_allocated_before_the_session_reports_no_bytes(preloaded_results):

@@ -103,6 +103,41 @@ def check_window_edges():
     outside = mstx.range_start("outside")  # and answers MSTX_INVALID_ID
     return {"first": first, "second": second, "outside_id": outside, "path": second["path"]}
 
+def check_crossing():
+    # Ranges that do not nest: one started inside record_function A and ended inside B, two that
+    # cross each other on the host, and a device range from inside one kernel's span to the next.
+    s = torch.npu.Stream()
+    a = torch.randn(64, 64, device="npu")
+    torch.npu.synchronize()
+    with profile(activities=ACT) as prof:
+        with torch.profiler.record_function("A"):
+            across = mstx.range_start("a-to-b")
+            a + 1
+        with torch.profiler.record_function("B"):
+            a + 2
+            mstx.range_end(across)
+        first = mstx.range_start("first")
+        second = mstx.range_start("second")
+        a + 3
+        mstx.range_end(first)
+        a + 4
+        mstx.range_end(second)
+        with torch.npu.stream(s):
+            d1 = mstx.range_start("dev-first", stream=s)
+            a * 2
+            d2 = mstx.range_start("dev-second", stream=s)
+            a * 3
+            mstx.range_end(d1)
+            a * 4
+            mstx.range_end(d2)
+        torch.npu.synchronize()
+    out = _export(prof, "crossing")
+    with open(out["path"]) as f:
+        names = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "M" and e.get("name") == "thread_name"]
+    out.update(tid=threading.get_native_id(), stream=s.stream_id,
+               lane_names={f"{e['pid']}/{e['tid']}": e["args"]["name"] for e in names})
+    return out
+
 def check_many_buffers():
     a = torch.randn(8, device="npu")
     with profile(activities=ACT) as prof:
@@ -122,19 +157,31 @@ def marked(tmp_path_factory):
     return run_checks(source, {"launch_mode": "queued", "fixed_duration_ns": KERNEL_NS})
 
 
+# Where mstx ranges are drawn (DeviceLanes.h): a lane of their own beside the recorded one.
+HOST_RANGE_LANES, DEVICE_RANGE_LANES, RANGE_LEVELS = 0x40000000, 0x20000, 8
+
+
+def host_range_lane(tid, level=0):
+    return HOST_RANGE_LANES + tid * RANGE_LEVELS + level
+
+
+def device_range_lane(stream, level=0):
+    return DEVICE_RANGE_LANES + stream * RANGE_LEVELS + level
+
+
 def test_host_range_is_on_its_thread_lane_with_message_and_domain(marked):
     r = result(marked, "lanes")
     by_name = {e["name"]: e for e in r["markers"]}
     step = by_name["host-step"]
     assert step["ph"] == "X" and step["cat"] == "privateuse1_driver", step
-    assert (step["pid"], step["tid"]) == (r["pid"], r["tid"]), step
+    assert (step["pid"], step["tid"]) == (r["pid"], host_range_lane(r["tid"])), step
     assert step["dur"] > 0, step
     assert step["args"]["domain"] == "train", step
     mark = by_name["checkpoint"]
     assert (mark["ph"], mark["dur"]) == ("X", 0) and (mark["pid"], mark["tid"]) == (r["pid"], r["tid"]), mark
     assert mark["args"]["domain"] == "default", mark
     worker = by_name["worker-range"]
-    assert (worker["pid"], worker["tid"]) == (r["pid"], r["worker_tid"]), worker
+    assert (worker["pid"], worker["tid"]) == (r["pid"], host_range_lane(r["worker_tid"])), worker
 
 
 def test_device_range_is_on_its_stream_lane_and_adds_no_device_time(marked):
@@ -144,13 +191,13 @@ def test_device_range_is_on_its_stream_lane_and_adds_no_device_time(marked):
     span = device[0]
     kernels_on_stream = [k for k in r["kernels"] if k["tid"] == r["stream"] and k["pid"] == span["pid"]]
     assert len(kernels_on_stream) == 2, r["kernels"]
-    assert span["tid"] == r["stream"], span
+    assert span["tid"] == device_range_lane(r["stream"]), span
     # the span covers the two kernels launched inside it
     assert span["ts"] <= min(k["ts"] for k in kernels_on_stream) + 0.002, (span, kernels_on_stream)
     assert span["ts"] + span["dur"] >= max(k["ts"] + k["dur"] for k in kernels_on_stream) - 0.002
-    # the host side of the same range stays on the thread lane
+    # the host side of the same range is on the thread's range lane
     host = [e for e in r["markers"] if e["name"] == "device-span" and e.get("cat") == "privateuse1_driver"]
-    assert len(host) == 1 and host[0]["tid"] == r["tid"], r["markers"]
+    assert len(host) == 1 and host[0]["tid"] == host_range_lane(r["tid"]), r["markers"]
     # torch's accounting of the work is the same as for the same work without markers
     with_markers, without = r["device_totals"], result(marked, "same_work_without_markers")["device_totals"]
     assert with_markers["total"] == without["total"], (with_markers, without)
@@ -217,7 +264,28 @@ def test_torch_keeps_every_host_marker_without_a_warning(tmp_path):
     assert "MARKERS 1 1" in proc.stdout, proc.stdout
 
 
-@pytest.mark.parametrize("name", ["lanes", "window_edges", "many_buffers"])
+def test_ranges_that_do_not_nest_are_drawn_whole_on_lanes_that_nest(marked):
+    r = result(marked, "crossing")
+    by = {(e["name"], e["cat"]): e for e in r["markers"]}
+    host = r["tid"]
+    # each range whole (a span, not cut), on its thread's or stream's mstx lanes
+    for name in ("a-to-b", "first", "second", "dev-first", "dev-second"):
+        assert any(n == name and e["dur"] > 0 for (n, _), e in by.items()), (name, r["markers"])
+    assert by[("a-to-b", "privateuse1_driver")]["tid"] == host_range_lane(host)
+    assert by[("first", "privateuse1_driver")]["tid"] == host_range_lane(host)
+    # "second" starts inside "first" and ends after it: one lane further
+    assert by[("second", "privateuse1_driver")]["tid"] == host_range_lane(host, 1)
+    assert by[("dev-first", "gpu_user_annotation")]["tid"] == device_range_lane(r["stream"])
+    assert by[("dev-second", "gpu_user_annotation")]["tid"] == device_range_lane(r["stream"], 1)
+    names = r["lane_names"]
+    pid = by[("first", "privateuse1_driver")]["pid"]
+    assert names[f"{pid}/{host_range_lane(host)}"] == f"mstx ranges {host}", names
+    assert names[f"{pid}/{host_range_lane(host, 1)}"] == f"mstx ranges {host} (2)", names
+    dev = by[("dev-first", "gpu_user_annotation")]["pid"]
+    assert names[f"{dev}/{device_range_lane(r['stream'], 1)}"] == f"stream {r['stream']} mstx ranges (2)", names
+
+
+@pytest.mark.parametrize("name", ["lanes", "window_edges", "many_buffers", "crossing"])
 def test_torch_mspti_check_accepts_traces_with_markers(marked, name):
     path = result(marked, name)["path"]
     proc = subprocess.run(

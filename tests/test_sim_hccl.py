@@ -46,6 +46,10 @@ NS = 0.0015  # 1 ns in the trace's µs, with the rounding of a µs float near 5e
 # ------------------------------------------------------------------------------------------ model
 
 
+# The device lane of a stream's first-level mstx ranges (DeviceLanes.h: kDeviceRangeLanes + stream * kRangeLevels).
+DEVICE_RANGE_LANES, RANGE_LEVELS = 0x20000, 8
+
+
 def test_op_names_are_hccls_with_the_communicator_digits_and_index():
     ar = hccl_model.COLLECTIVES["allreduce"]
     assert hccl_model.op_name(ar, "16898834563344171674", 0) == "hcom_allReduce__674_0_1"
@@ -367,7 +371,8 @@ def _trace_message(name: str) -> dict[str, str]:
 @pytest.mark.parametrize("run", RUNS)
 def test_each_collective_is_inside_a_communication_mstx_range_like_process_group_hccls(run, request):
     """ProcessGroupHCCL's MstxRange (docs/torch_npu.md 5): one "communication" range per collective, on the
-    host (the launching thread's lane) and on the collective's stream, whose device span holds the row, and
+    host (the launching thread's mstx lane) and on the collective's stream's mstx lane (mstx ranges have
+    lanes of their own, MarkerActivities.h), whose device span holds the row, and
     whose message describes that row: opName of its collective, groupName = its commName, count = In msg
     nelems, dataType of its dtype, streamId = its stream. No record_param_comms anywhere (torch_npu never
     opens one)."""
@@ -388,7 +393,8 @@ def test_each_collective_is_inside_a_communication_mstx_range_like_process_group
             around = [
                 d
                 for d in device
-                if (d["pid"], d["tid"]) == (row["pid"], row["tid"]) and d["ts"] <= row["ts"] + NS
+                if (d["pid"], d["tid"]) == (row["pid"], DEVICE_RANGE_LANES + row["tid"] * RANGE_LEVELS)
+                and d["ts"] <= row["ts"] + NS
                 and row["ts"] + row["dur"] <= d["ts"] + d["dur"] + NS
             ]  # fmt: skip
             assert len(around) == 1, (row, around)

@@ -155,13 +155,23 @@ const Marker* rangeOf(const RangeIndex& ranges, const Launch& l, const DeviceRow
   return m;
 }
 
-// In and Out msg nelems from HCCL's count: the send count of an all-gather and of an all-to-all
-// (per peer), the receive count of a reduce-scatter (torch_npu.md 6).
+// count * ranks, or -1 (unknown, as kineto writes it) for a negative count or one whose product
+// does not fit in int64 (a corrupt message).
+int64_t timesRanks(int64_t count, int64_t n) {
+  if (count < 0 || n <= 0 || count > std::numeric_limits<int64_t>::max() / n) return -1;
+  return count * n;
+}
+
+// In and Out msg nelems from HCCL's count, in torch's NCCL convention (In = the input tensor's
+// elements, Out = the output's, on every rank): HCCL's count is the send count of an all-gather
+// and of an all-to-all (per peer), and the per-rank count of a reduce-scatter, a scatter and a
+// gather (torch_npu.md 6), so the whole buffer is count * ranks: Out of an all-gather and of a
+// gather, In of a reduce-scatter and of a scatter.
 void nelems(const std::string& collective, int64_t count, int64_t n, JoinedCollective& j) {
-  j.inNelems = j.outNelems = count;
-  if (collective == "allgather") j.outNelems = count * n;
-  else if (collective == "reduce_scatter") j.inNelems = count * n;
-  else if (collective == "all_to_all") j.inNelems = j.outNelems = count * n;
+  j.inNelems = j.outNelems = count < 0 ? -1 : count;
+  if (collective == "allgather" || collective == "gather") j.outNelems = timesRanks(count, n);
+  else if (collective == "reduce_scatter" || collective == "scatter") j.inNelems = timesRanks(count, n);
+  else if (collective == "all_to_all") j.inNelems = j.outNelems = timesRanks(count, n);
   else if (collective == "all_to_allv") j.outNelems = -1;
 }
 

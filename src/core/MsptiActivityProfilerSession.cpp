@@ -491,6 +491,10 @@ SessionFacts MsptiActivityProfilerSession::facts() const {
   }
   f.outOfWindow = counters_.outOfWindow;
   f.overCap = counters_.overCap;
+  for (int k = 0; k < MSPTI_ACTIVITY_KIND_COUNT; ++k)
+    if (const uint64_t n = counters_.droppedByKind[kDropOverCap][k])
+      f.overCapKinds +=
+          fmt::format("{}{} {}", f.overCapKinds.empty() ? "" : ", ", kindName(static_cast<uint32_t>(k)), n);
   f.staleRecords = counters_.staleRecords;
   f.copiesNote = copiesNote_;
   for (auto kind : enabledKinds_) f.apiRecordsCollected |= kindHandler(kind).keptAs == KeptAs::kApiCall;

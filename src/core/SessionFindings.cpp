@@ -110,9 +110,9 @@ const std::vector<FindingInfo> kTable = {
     {"over-cap", "", "raise max_session_records, or profile a shorter window", [](F f) { return f.overCap > 0; },
      [](F f) {
        return fmt::format(
-           "torch-mspti: {} records were dropped: this session reached max_session_records={} (raise "
+           "torch-mspti: {} records were dropped ({}): this session reached max_session_records={} (raise "
            "it, or profile a shorter window)",
-           f.overCap, f.maxSessionRecords);
+           f.overCap, f.overCapKinds, f.maxSessionRecords);
      }},
     {"stale", "", "nothing to do: they belong to an earlier session", [](F f) { return f.staleRecords > 0; },
      [](F f) {

@@ -46,6 +46,7 @@ struct SessionFacts {
   // Records dropped: launch outside the window, over max_session_records, of an earlier session.
   uint64_t outOfWindow = 0;
   uint64_t overCap = 0;
+  std::string overCapKinds;  // "KERNEL 12, MARKER 600": the kinds the cap dropped, with their counts
   uint64_t staleRecords = 0;
   // Copy/memset calls the program made while no copy row can come (copiesNote says why; 0 when
   // rows can come, or when the note was given earlier in this process).

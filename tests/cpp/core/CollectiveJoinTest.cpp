@@ -3,6 +3,7 @@
 // agree, and every row that cannot be joined counted by reason.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -110,6 +111,31 @@ TEST(CollectiveJoin, ParsesTorchNpusEscapedMessageAndPlainJson) {
   EXPECT_EQ(plain->at("a\"b"), "x\\y");
   for (const char* bad : {"", "step 3", "{\"a\": }", "{\"a\": \"b\"", "{\"a\": \"b\"} tail", "[1, 2]", "{\"a\" \"b\"}"})
     EXPECT_FALSE(parseCollectiveMessage(bad)) << bad;
+}
+
+// HcclScatter's count is the per-rank receive count and a gather's the per-rank send count, so the
+// root's whole buffer is count x ranks: torch's NCCL convention is In 32 / Out 8 for a scatter of
+// 8 elements per rank on 4 ranks, In 8 / Out 32 for a gather (torch_npu.md 6). A corrupt count
+// whose product does not fit in int64 is unknown (-1), not a wrapped number.
+TEST(CollectiveJoin, ScatterAndGatherSizesFollowTorchsConvention) {
+  static const std::string kScatter = "hcom_scatter__674_0_1", kGather = "hcom_gather__674_1_1";
+  Fixture f;
+  f.row(&kScatter, 1000, 2000, 8);
+  f.row(&kGather, 3000, 4000, 8);
+  f.row(&kAllGather, 5000, 6000, std::numeric_limits<int64_t>::max() / 2);
+  f.range(true, 0, 6, 990, 2000, message("HcclScatter", kComm));
+  f.range(true, 0, 6, 2990, 4000, message("HcclGather", kComm));
+  f.range(true, 0, 6, 4990, 6000, message("HcclAllGather", kComm));
+  SessionCounters c;
+  const CollectiveTable t =
+      CollectiveTable::build(f.launches, f.markers, groupOf(kComm, 10), true, groupOf(kComm, 13), c);
+  ASSERT_EQ(c.collectivesJoined, 3u);
+  const auto scatter = describe(t, f, 0), gather = describe(t, f, 1), corrupt = describe(t, f, 2);
+  EXPECT_EQ(scatter.at("In msg nelems"), "32");
+  EXPECT_EQ(scatter.at("Out msg nelems"), "8");
+  EXPECT_EQ(gather.at("In msg nelems"), "8");
+  EXPECT_EQ(gather.at("Out msg nelems"), "32");
+  EXPECT_EQ(corrupt.count("Out msg nelems"), 0u);  // unknown: not written, as for an all-to-all-v
 }
 
 TEST(CollectiveJoin, ARowJoinsTheDeviceRangeOnItsStreamAndItsGroup) {

@@ -148,5 +148,59 @@ TEST(MarkerTable, AnIncludeListDropsOtherDomainsAndCountsThem) {
   EXPECT_EQ(c.markerUnpairedEnds, 1u);
 }
 
+// A range whose end has its start's timestamp is a range of no length, whatever order the two
+// records come in (an end sorted before its start at equal times would leave both unpaired).
+TEST(MarkerTable, AZeroLengthRangePairs) {
+  const std::vector<MarkerRecord> records = {
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_END, kHost, 500, 9),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_START, kHost, 500, 9, &kStep, &kTrain),
+  };
+  SessionCounters c;
+  const MarkerTable t = buildAll(records, {}, nullptr, c);
+  ASSERT_EQ(t.markers.size(), 1u);
+  EXPECT_EQ(t.markers[0].kind, MarkerKind::kRange);
+  EXPECT_EQ(t.markers[0].start, 500);
+  EXPECT_EQ(t.markers[0].end, 500);
+  EXPECT_EQ(c.markerUnpairedStarts + c.markerUnpairedEnds, 0u);
+}
+
+// Markers go through the session's admission: a marker of an earlier session delivered late (its
+// time before this session's start) is dropped and counted by kind, as a late kernel is; a host
+// marker on a raw CLOCK_MONOTONIC_RAW library is put on the realtime clock as API records are.
+TEST(MarkerTable, MarkersAreWindowedAndOnTheSessionsClock) {
+  const std::vector<MarkerRecord> records = {
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS_WITH_DEVICE, kDevice, 900, 3, nullptr, nullptr, 0,
+          2),  // session 1's
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, kHost, 1500, 4, &kStep, &kTrain),
+  };
+  SessionCounters c;
+  const CorrelationLedger ledger(0);
+  Admission admission(HostClock::realtime(), {1000, 2000, 2100}, ledger, c);
+  const MarkerTable t = MarkerTable::build(records, admission, {}, nullptr, c);
+  ASSERT_EQ(t.markers.size(), 1u);
+  EXPECT_EQ(t.markers[0].id, 4u);
+  EXPECT_EQ(c.outOfWindow, 1u);
+  EXPECT_EQ(c.droppedByKind[kDropOutOfWindow][MSPTI_ACTIVITY_KIND_MARKER], 1u);
+
+  // A library whose host times are raw CLOCK_MONOTONIC_RAW (HostClock kMonotonicRaw, decided from
+  // its API records): host markers are converted with the clock's offset, device markers are not.
+  constexpr int64_t kReal = 1'780'000'000'000'000'000, kRaw = 5'000'000'000'000;
+  ApiRecords apis(1);
+  apis[0].start = kRaw + 1200;
+  const HostClock raw = HostClock::decide(apis, {kReal + 1000, kRaw + 1000}, {kReal + 2100, kRaw + 2100});
+  ASSERT_EQ(raw.kind(), HostClock::Kind::kMonotonicRaw);
+  SessionCounters c2;
+  Admission onRaw(raw, {kReal + 1000, kReal + 2000, kReal + 2100}, ledger, c2);
+  const std::vector<MarkerRecord> rawRecords = {
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, kHost, kRaw + 1500, 5, &kStep, &kTrain),
+      rec(MSPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS_WITH_DEVICE, kDevice, kReal + 1600, 5, nullptr, nullptr, 0, 2),
+  };
+  const MarkerTable onRealtime = MarkerTable::build(rawRecords, onRaw, {}, nullptr, c2);
+  ASSERT_EQ(onRealtime.markers.size(), 2u);
+  EXPECT_EQ(onRealtime.markers[0].start, kReal + 1500);
+  EXPECT_EQ(onRealtime.markers[1].start, kReal + 1600);
+  EXPECT_EQ(c2.outOfWindow, 0u);
+}
+
 }  // namespace
 }  // namespace torch_mspti::test
