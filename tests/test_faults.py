@@ -23,6 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import simrun
 from op_links import assert_links_right
+from sim_support import result, run_checks, simulator_library_path
 from simrun import cpu_ops, kernels, launches
 
 from torch_mspti_cli.check import check_trace
@@ -501,3 +502,48 @@ def test_each_unusable_explicit_library_has_its_own_reason(tmp_path):
     assert "built for" in reasons["wrong-architecture"]
     if partial is not None:
         assert "lacks required MSPTI symbols" in reasons["missing-symbols"]
+
+
+UNCOLLECTED_COPIES = r"""
+import torch_mspti
+from torch.profiler import ProfilerActivity, profile
+
+ACT = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+
+def _session(cap):
+    torch_mspti.config.max_session_records = cap
+    a = torch.randn(16, device="npu")
+    host = torch.randn(16).pin_memory()
+    torch.npu.synchronize()
+    with profile(activities=ACT) as prof:
+        for i in range(600):
+            a.copy_(host, non_blocking=True)  # an async copy: its id is minted, no row (copies off)
+        for i in range(400):
+            a.add_(1)
+        torch.npu.synchronize()
+    s = torch_mspti.diagnostics().to_dict()["last_session"]
+    kernels = sum(1 for e in prof.events() if e.device_type != torch.autograd.DeviceType.CPU and e.name != "MemSet")
+    return {"records": sum(s["records_by_kind"].values()), "over_cap": s["dropped"]["over_cap"],
+            "warnings": s["warnings"], "kernels": kernels, "copy_calls": s["drain"].get("pending_launches")}
+
+def check_uncollected_copies():
+    torch_mspti.config.enable_memcpy_memset = False
+    torch_mspti.config.buffer_size = int(os.environ["CAP_BUFFER_SIZE"])
+    whole = _session(1 << 30)
+    capped = _session(whole["records"] + 16)  # room for every record the session makes, a little slack
+    return {"whole": whole, "capped": capped}
+"""
+
+
+@pytest.mark.parametrize("buffer_size", [64 << 10, 8 << 20], ids=["64KiB", "8MiB"])
+def test_copies_that_are_not_collected_hold_no_room_under_the_cap(buffer_size):
+    # With the library preloaded, an async copy mints an id and writes its API record even while
+    # copies are not collected (docs/mspti.md 5.5, 5.7): a wait no record ends. At a cap that holds
+    # every record the session makes, such calls must not take the kernels' room.
+    env = {"LD_PRELOAD": simulator_library_path(), "CAP_BUFFER_SIZE": str(buffer_size)}
+    r = result(run_checks("import os\n" + UNCOLLECTED_COPIES, {"launch_mode": "direct"}, env=env), "uncollected_copies")
+    whole, capped = r["whole"], r["capped"]
+    assert whole["over_cap"] == 0 and whole["kernels"] >= 400, whole
+    assert capped["over_cap"] == 0, (capped, whole)
+    assert capped["kernels"] == whole["kernels"], (capped, whole)
+    assert "over-cap" not in capped["warnings"], capped

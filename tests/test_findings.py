@@ -89,3 +89,21 @@ def test_the_doctor_names_the_sessions_first_finding_when_the_trace_is_sound(tmp
     assert proc.returncode == 0, proc.stdout
     assert "but the session found stale: 3 records of an earlier session arrived" in verdict, proc.stdout
     assert "clock" not in verdict, proc.stdout
+
+
+def test_without_torchs_op_ids_the_cause_named_is_that_setting_not_the_task_queue(tmp_path):
+    # _ExperimentalConfig(disable_external_correlation=True): torch records its ops but passes none
+    # to the profiler (kineto.md 4.1), so no kernel can be credited to one. The launches are made
+    # inside ops on the op's own thread (direct mode): the task queue is not the cause and must not
+    # be blamed; the session, its health report and the doctor name the setting instead.
+    workload = 'for i in range(4):\n    launch({"name": f"Vec{i}", "stream": 2})\nsync()\n'
+    run = simrun.run(workload, tmp_path, experimental_config={"disable_external_correlation": True})
+    ops = [e for e in simrun.cpu_ops(run.trace) if e["name"] == "simrun::launch"]
+    assert len(ops) == 4, "torch still records the ops"
+    session = run.diagnostics["last_session"]
+    assert session["warnings"] == ["no-op-ids"], session["warnings"]
+    (given,) = session["findings"]
+    assert "disable_external_correlation=True" in given["message"] and "TASK_QUEUE" not in given["message"], given
+    proc = _doctor(run.trace_paths[0])
+    assert "TASK_QUEUE_ENABLE" not in proc.stdout, proc.stdout
+    assert "disable_external_correlation" in proc.stdout, proc.stdout

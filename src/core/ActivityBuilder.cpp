@@ -168,9 +168,28 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
     return std::tie(a.start, a.node->id, a.device, a.stream, a.end) <
            std::tie(b.start, b.node->id, b.device, b.stream, b.end);
   });
-  for (const Span& s : ordered) {
+  // Two ranges whose kernels interleave on a stream give crossing spans: each one that crosses an
+  // earlier span of its stream goes to a further lane, so that every lane nests (DeviceLanes.h).
+  std::vector<int32_t> level(ordered.size(), 0);
+  {
+    std::map<std::pair<int32_t, int32_t>, std::vector<size_t>> byLane;
+    for (size_t i = 0; i < ordered.size(); ++i) byLane[{ordered[i].device, ordered[i].stream}].push_back(i);
+    for (const auto& [lane, idx] : byLane) {
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      for (size_t i : idx) ranges.emplace_back(ordered[i].start, ordered[i].end);
+      const std::vector<int32_t> levels = nestingLevels(ranges, kRangeLevels);
+      for (size_t k = 0; k < idx.size(); ++k) level[idx[k]] = levels[k];
+    }
+  }
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    const Span& s = ordered[i];
     const OpNode* node = s.node;
-    const int32_t device = s.device, stream = s.stream;
+    const int32_t device = s.device;
+    const int32_t stream = level[i] ? kAnnotationLanes + s.stream * kRangeLevels + level[i] : s.stream;
+    if (level[i]) {
+      lanes.addRangeLane(device, stream);
+      ++c.annotationsMoved;
+    }
     const std::pair<int64_t, int64_t> range{s.start, s.end};
     auto& span = *buffer.activities.emplace_back(
         std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::GPU_USER_ANNOTATION, node->activity->name()));

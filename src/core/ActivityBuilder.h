@@ -23,7 +23,11 @@
 //    every GPU_USER_ANNOTATION by 1 ns on each side (output_json.cpp handleActivity, kineto
 //    ce13b132), which would make the span overlap the rows that touch its first and last row on
 //    the lane; so the span is handed to kineto 1 ns narrower on each side and is written exactly
-//    over its rows (a span shorter than 2 ns cannot be narrowed and is written 2 ns long).
+//    over its rows (a span shorter than 2 ns cannot be narrowed and is written 2 ns long). When
+//    two ranges' rows interleave on a stream (work of a range that ended on the host still
+//    running after the next range's first row), their spans cross: the one that crosses an
+//    earlier span goes to a lane of its own, "stream s user ranges (2)" (DeviceLanes.h
+//    nestingLevels; counted in rows.annotations_on_extra_lanes), so that every lane nests.
 // Activities are emplaced into the session's CpuTraceBuffer and logged by pointer; the buffer is
 // handed to kineto through getTraceBuffer(), which keeps them alive (kineto.md 1.5).
 // Thread-safety: none; kineto's processing thread.

@@ -1,5 +1,8 @@
 #include "DeviceLanes.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include <fmt/format.h>
 #include <output_base.h>
 
@@ -21,6 +24,29 @@ libkineto::DeviceInfo DeviceLanes::deviceInfo(int32_t device) const {
   }
   return compat::makeDeviceInfo(device, libkineto::kExceedMaxPid + device, fmt::format("NPU {}", device),
                                 fmt::format("NPU {}", device));
+}
+
+std::vector<int32_t> nestingLevels(const std::vector<std::pair<int64_t, int64_t>>& spans, int32_t maxLevels) {
+  std::vector<int32_t> level(spans.size(), 0);
+  std::vector<size_t> order(spans.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::make_tuple(spans[a].first, -spans[a].second, a) < std::make_tuple(spans[b].first, -spans[b].second, b);
+  });
+  std::vector<std::vector<int64_t>> open;  // per level, the ends of the spans open there, innermost last
+  for (size_t i : order) {
+    const auto [start, end] = spans[i];
+    int32_t at = 0;
+    for (;; ++at) {
+      if (static_cast<size_t>(at) == open.size()) open.emplace_back();
+      auto& ends = open[static_cast<size_t>(at)];
+      while (!ends.empty() && ends.back() <= start) ends.pop_back();
+      if (ends.empty() || ends.back() >= end || at + 1 >= maxLevels) break;
+    }
+    open[static_cast<size_t>(at)].push_back(end);
+    level[i] = at;
+  }
+  return level;
 }
 
 std::vector<libkineto::ResourceInfo> DeviceLanes::resourceInfos() const {

@@ -32,6 +32,16 @@ inline constexpr int32_t kMemoryLane = 0x10000;
 inline constexpr int32_t kRangeLevels = 8;
 inline constexpr int32_t kDeviceRangeLanes = 0x20000;
 inline constexpr int32_t kHostRangeLanes = 0x40000000;
+// A user range projected onto a stream (ActivityBuilder.h) that crosses an earlier projection on
+// that stream (two ranges whose kernels interleave on it) goes to kAnnotationLanes + s *
+// kRangeLevels + level ("stream s user ranges (2)"); level 0 stays on the stream's lane.
+inline constexpr int32_t kAnnotationLanes = 0x30000;
+
+// The nesting level of each span [start, end] of one lane, spans in any order: in order of start
+// (the longer first on a tie), a span takes the first level where it nests inside the innermost
+// span still open there or starts after every one of them ended; levels are below `maxLevels` (the
+// last one takes the rest). A span whose level is > 0 crossed a span before it.
+std::vector<int32_t> nestingLevels(const std::vector<std::pair<int64_t, int64_t>>& spans, int32_t maxLevels);
 
 class DeviceLanes {
  public:

@@ -32,33 +32,22 @@ ActivityType typeOf(const Marker& m) {
   return m.onDevice ? ActivityType::GPU_USER_ANNOTATION : ActivityType::PRIVATEUSE1_DRIVER;
 }
 
-// The lane level of each range (MarkerActivities.h): per recorded lane, in order of start (the
-// longer first on a tie), a range goes to the first level where it nests: inside the innermost
-// range still open there, or after every one of them has ended. -1 for instants.
+// The lane level of each range (MarkerActivities.h), per recorded lane (nestingLevels); -1 for
+// instants.
 std::vector<int32_t> rangeLevels(const std::vector<Marker>& markers, SessionCounters& c) {
   std::vector<int32_t> level(markers.size(), -1);
   std::map<std::tuple<bool, int32_t, int32_t>, std::vector<size_t>> byLane;
   for (size_t i = 0; i < markers.size(); ++i)
     if (markers[i].kind == MarkerKind::kRange)
       byLane[{markers[i].onDevice, markers[i].lane, markers[i].row}].push_back(i);
-  for (auto& [lane, idx] : byLane) {
-    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
-      return std::make_tuple(markers[a].start, -markers[a].end, a) <
-             std::make_tuple(markers[b].start, -markers[b].end, b);
-    });
-    std::vector<std::vector<int64_t>> open;  // per level, the ends of the ranges open there
-    for (size_t i : idx) {
-      const Marker& m = markers[i];
-      int32_t at = 0;
-      for (;; ++at) {
-        if (static_cast<size_t>(at) == open.size()) open.emplace_back();
-        auto& ends = open[static_cast<size_t>(at)];
-        while (!ends.empty() && ends.back() <= m.start) ends.pop_back();
-        if (ends.empty() || ends.back() >= m.end || at + 1 == kRangeLevels) break;
-      }
-      open[static_cast<size_t>(at)].push_back(m.end);
-      level[i] = at;
-      if (at > 0) ++c.markerRangesMoved;
+  for (const auto& [lane, idx] : byLane) {
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    spans.reserve(idx.size());
+    for (size_t i : idx) spans.emplace_back(markers[i].start, markers[i].end);
+    const std::vector<int32_t> levels = nestingLevels(spans, kRangeLevels);
+    for (size_t k = 0; k < idx.size(); ++k) {
+      level[idx[k]] = levels[k];
+      if (levels[k] > 0) ++c.markerRangesMoved;
     }
   }
   return level;

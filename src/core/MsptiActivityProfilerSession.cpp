@@ -513,6 +513,7 @@ SessionFacts MsptiActivityProfilerSession::facts() const {
   for (const ThreadOps& t : opLog_)
     if (!t.ids.empty()) opThreads.insert(t.threadId);
   f.opThreads = opThreads.size();
+  f.opsLogged = counters_.opsLogged;
   for (const Launch& l : launches_.launches) {
     f.deviceRows += l.rowCount;
     if (l.call && l.callTrusted && opThreads.count(l.call->threadId) == 0) f.rowsFromOpLessThreads += l.rowCount;

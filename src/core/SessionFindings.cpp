@@ -130,9 +130,21 @@ const std::vector<FindingInfo> kTable = {
      [](F) {
        return std::string("torch-mspti: MSPTI's API records are on an unknown host clock: no link could be verified");
      }},
+    // torch passed no op at all: no thread ran an op the session was told of, so the task queue
+    // (or a thread of the user's) is not the cause; torch's external correlation is off.
+    {"no-op-ids", "", "profile without _ExperimentalConfig(disable_external_correlation=True)",
+     [](F f) { return f.deviceRows > 0 && f.opsLogged == 0; },
+     [](F f) {
+       return fmt::format(
+           "torch-mspti: torch passed no op to the profiler in this session, so none of its {} device rows can be "
+           "credited to an op (no arrows, no per-op device time): torch does so with "
+           "experimental_config=torch._C._profiler._ExperimentalConfig(disable_external_correlation=True); "
+           "profile without that setting (kernels launched outside any torch op are not affected by it)",
+           f.deviceRows);
+     }},
     {"task-queue", "",
      "set TASK_QUEUE_ENABLE=0 (torch_npu's task queue); for threads of your own, profile_all_threads=True",
-     [](F f) { return f.deviceRows > 0 && f.rowsFromOpLessThreads * 2 > f.deviceRows; },
+     [](F f) { return f.deviceRows > 0 && f.opsLogged > 0 && f.rowsFromOpLessThreads * 2 > f.deviceRows; },
      [](F f) {
        return fmt::format(
            "torch-mspti: {} of {} device rows were launched from threads that ran no op torch recorded: "

@@ -62,6 +62,9 @@ struct SessionFacts {
   uint64_t rowsWithoutApiRecord = 0;
   uint64_t rowsWithoutLinkEvidence = 0;
   size_t opThreads = 0;
+  // Op and user-range ids torch passed to the session (pushCorrelationId): 0 with
+  // _ExperimentalConfig(disable_external_correlation=True), or when no op ran (kineto.md 4.1).
+  uint64_t opsLogged = 0;
 };
 
 struct FindingInfo {

@@ -131,7 +131,10 @@ def check(
             "PrivateUse1 profiler (e.g. torch_npu's) wrote it, or it was edited; drops and drain "
             "cannot be checked",
         )
-    _link_warnings(kernels, linked, device_events, link_states, warning)
+    no_op_ids = isinstance(health, dict) and any(
+        isinstance(f, dict) and f.get("name") == "no-op-ids" for f in health.get("findings") or ()
+    )
+    _link_warnings(kernels, linked, device_events, link_states, warning, no_op_ids)
     if isinstance(health, dict):
         dropped = health.get("dropped")
         lost = {
@@ -187,11 +190,22 @@ def _pending_message(pending: int, drain: dict, library: str = "<the libmspti.so
     )
 
 
-def _link_warnings(kernels: int, linked: int, rows: int, states: dict[str, int], warning) -> None:
+NO_OP_IDS_HINT = (
+    "torch passed no op to the profiler (its health report's no-op-ids finding): torch does so with "
+    "experimental_config=_ExperimentalConfig(disable_external_correlation=True); profile without that setting"
+)
+
+
+def _link_warnings(
+    kernels: int, linked: int, rows: int, states: dict[str, int], warning, no_op_ids: bool = False
+) -> None:
     """Why links are missing, from the rows' link states (the plugin's own rules: most rows from
-    threads that ran no op means a task queue; any ambiguous row means API records were off)."""
+    threads that ran no op means a task queue, unless torch passed the session no op at all
+    (``no_op_ids``: external correlation off); any ambiguous row means API records were off)."""
     no_op, ambiguous = states.get("no_op_on_thread", 0), states.get("ambiguous", 0)
-    queue = rows > 0 and no_op * 2 > rows
+    queue = rows > 0 and no_op * 2 > rows and not no_op_ids
+    if no_op_ids and no_op:
+        warning("launches-without-op", f"{no_op} of {rows} device rows are credited to no op: {NO_OP_IDS_HINT}")
     if queue:
         warning(
             "launches-without-op",
@@ -208,7 +222,9 @@ def _link_warnings(kernels: int, linked: int, rows: int, states: dict[str, int],
         )
     if kernels and not linked:
         unlinked = {k: states[k] for k in UNLINKED_STATES if states.get(k)}
-        if not unlinked or queue:
+        if no_op_ids:
+            why = NO_OP_IDS_HINT
+        elif not unlinked or queue:
             why = TASK_QUEUE_HINT
         else:
             why = "; ".join(f"{n} {UNLINKED_STATES[k]} ({k})" for k, n in unlinked.items())

@@ -237,6 +237,20 @@ TEST_F(ActivityBuilderTest, UserRangeSpansAreOrderedByStart) {
   for (size_t i = 1; i < spans.size(); ++i) EXPECT_LE(spans[i - 1]->startTime, spans[i]->startTime);
 }
 
+// The lane levels that keep every lane nested (DeviceLanes.h): nested and sequential spans share
+// level 0 (touching ends included), a span that crosses one goes a level further, levels are
+// reused once the spans on them have ended, and the last level takes the rest.
+TEST(NestingLevels, CrossingSpansGoFurtherAndNestedOnesStay) {
+  using V = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(nestingLevels(V{{0, 10}, {2, 5}, {5, 8}, {10, 12}}, 8), (std::vector<int32_t>{0, 0, 0, 0}));
+  // "add" starts inside "matmul" and ends after it (their kernels interleave on the stream)
+  EXPECT_EQ(nestingLevels(V{{5, 20}, {0, 10}}, 8), (std::vector<int32_t>{1, 0}));
+  // three crossing each other; then one after all of them is back on level 0
+  EXPECT_EQ(nestingLevels(V{{0, 10}, {5, 15}, {8, 20}, {30, 40}}, 8), (std::vector<int32_t>{0, 1, 2, 0}));
+  EXPECT_EQ(nestingLevels(V{{0, 10}, {5, 15}, {8, 20}}, 2), (std::vector<int32_t>{0, 1, 1}));
+  EXPECT_TRUE(nestingLevels(V{}, 8).empty());
+}
+
 // Rows without a correlation id are launches of their own: each gets its own trace id.
 TEST_F(ActivityBuilderTest, RowsWithoutIdGetOneTraceIdEach) {
   RecordBuilder b;

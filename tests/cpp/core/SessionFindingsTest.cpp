@@ -69,8 +69,23 @@ TEST(SessionFindings, IndependentRowsComeTogetherInTableOrder) {
   f.clockUntrusted = true;
   f.deviceRows = 10;
   f.rowsFromOpLessThreads = 6;
+  f.opsLogged = 5;
   EXPECT_EQ(names(f), (std::vector<std::string>{"declined", "window", "over-cap", "stale", "clock", "task-queue"}));
   EXPECT_NE(findingsFor(f)[0].message.find("buffer_pool_cap=64"), std::string::npos);
+}
+
+// torch passed no op at all (its external correlation off): every row is from a thread that ran
+// no op, but the task queue is not the cause and is not named; the setting is.
+TEST(SessionFindings, NoOpIdsAtAllNameTorchsSettingNotTheTaskQueue) {
+  SessionFacts f;
+  f.deviceRows = 15;
+  f.rowsFromOpLessThreads = 15;
+  f.opsLogged = 0;
+  EXPECT_EQ(names(f), std::vector<std::string>{"no-op-ids"});
+  EXPECT_NE(findingsFor(f)[0].message.find("disable_external_correlation=True"), std::string::npos);
+  EXPECT_EQ(findingsFor(f)[0].message.find("TASK_QUEUE"), std::string::npos);
+  f.opsLogged = 30;
+  EXPECT_EQ(names(f), std::vector<std::string>{"task-queue"});
 }
 
 TEST(SessionFindings, HintOnlyLinksAreUnverifiedOnOneOpThreadAndAmbiguousOnMore) {
