@@ -266,6 +266,8 @@ def test_a_session_over_its_cap_keeps_whole_launches(buffer_size, tmp_path):
     # the drops per kind add up to the total, and the health report and the warning name the kinds
     by_kind = {kind: n["over_cap"] for kind, n in session["dropped_by_kind"].items() if "over_cap" in n}
     assert sum(by_kind.values()) == session["dropped"]["over_cap"], (by_kind, session["dropped"])
+    kernels_lost = session["records_by_kind"]["KERNEL"] - session["rows"]["kernels"]
+    assert by_kind.get("KERNEL", 0) == kernels_lost, (by_kind, session["records_by_kind"], session["rows"])
     message = next(f["message"] for f in session["findings"] if f["name"] == "over-cap")
     assert by_kind and all(f"{kind} {n}" in message for kind, n in by_kind.items()), (message, by_kind)
     # the README counts the kernels lost over the cap as records_by_kind.KERNEL - rows.kernels: that

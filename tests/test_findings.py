@@ -107,3 +107,17 @@ def test_without_torchs_op_ids_the_cause_named_is_that_setting_not_the_task_queu
     proc = _doctor(run.trace_paths[0])
     assert "TASK_QUEUE_ENABLE" not in proc.stdout, proc.stdout
     assert "disable_external_correlation" in proc.stdout, proc.stdout
+
+
+def test_launches_from_a_thread_of_the_users_are_not_blamed_on_torchs_setting(tmp_path):
+    # Default settings, every launch made on a thread of the user's that torch does not profile
+    # (no profile_all_threads), none on the profiling thread: no op was passed either, but the
+    # cause is the thread, which the task-queue finding names, not disable_external_correlation.
+    workload = (
+        "import threading\n"
+        "t = threading.Thread(target=lambda: [launch_bare({'name': f'V{i}', 'stream': 2}) for i in range(4)])\n"
+        "t.start(); t.join()\nsync()\n"
+    )
+    run = simrun.run(workload, tmp_path)
+    session = run.diagnostics["last_session"]
+    assert session["warnings"] == ["task-queue"], session["warnings"]

@@ -36,7 +36,9 @@ def _export(prof, name):
         data = json.load(f)
     markers = [e for e in data["traceEvents"] if "marker id" in e.get("args", {})]
     kernels = [e for e in data["traceEvents"] if e.get("cat") == "kernel"]
-    return {"path": path, "markers": markers, "kernels": kernels, "health": data.get("torch_mspti")}
+    lanes = {f"{e['pid']}/{e['tid']}": e["args"]["name"] for e in data["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    return {"path": path, "markers": markers, "kernels": kernels, "health": data.get("torch_mspti"), "lane_names": lanes}
 
 def _device_totals(prof):
     # torch's own accounting: the device time key_averages gives the work (user annotations are
@@ -132,10 +134,21 @@ def check_crossing():
             mstx.range_end(d2)
         torch.npu.synchronize()
     out = _export(prof, "crossing")
-    with open(out["path"]) as f:
-        names = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "M" and e.get("name") == "thread_name"]
-    out.update(tid=threading.get_native_id(), stream=s.stream_id,
-               lane_names={f"{e['pid']}/{e['tid']}": e["args"]["name"] for e in names})
+    out.update(tid=threading.get_native_id(), stream=s.stream_id)
+    return out
+
+def check_many_crossing():
+    a = torch.randn(8, device="npu")
+    with profile(activities=ACT) as prof:
+        ids = []
+        for i in range(12):
+            ids.append(mstx.range_start(f"X{i}"))
+            a + 1
+        for r in ids:  # ended in the order they started: each crosses every later one
+            mstx.range_end(r)
+        torch.npu.synchronize()
+    out = _export(prof, "many_crossing")
+    out["tid"] = threading.get_native_id()
     return out
 
 def check_many_buffers():
@@ -157,16 +170,9 @@ def marked(tmp_path_factory):
     return run_checks(source, {"launch_mode": "queued", "fixed_duration_ns": KERNEL_NS})
 
 
-# Where mstx ranges are drawn (DeviceLanes.h): a lane of their own beside the recorded one.
-HOST_RANGE_LANES, DEVICE_RANGE_LANES, RANGE_LEVELS = 0x40000000, 0x20000, 8
-
-
-def host_range_lane(tid, level=0):
-    return HOST_RANGE_LANES + tid * RANGE_LEVELS + level
-
-
-def device_range_lane(stream, level=0):
-    return DEVICE_RANGE_LANES + stream * RANGE_LEVELS + level
+def lane_of(r, event):
+    """The name of the lane an event is drawn on (thread_name metadata of the trace)."""
+    return r["lane_names"].get(f"{event['pid']}/{event['tid']}")
 
 
 def test_host_range_is_on_its_thread_lane_with_message_and_domain(marked):
@@ -174,14 +180,14 @@ def test_host_range_is_on_its_thread_lane_with_message_and_domain(marked):
     by_name = {e["name"]: e for e in r["markers"]}
     step = by_name["host-step"]
     assert step["ph"] == "X" and step["cat"] == "privateuse1_driver", step
-    assert (step["pid"], step["tid"]) == (r["pid"], host_range_lane(r["tid"])), step
+    assert step["pid"] == r["pid"] and lane_of(r, step) == f"mstx ranges {r['tid']}", (step, r["lane_names"])
     assert step["dur"] > 0, step
     assert step["args"]["domain"] == "train", step
     mark = by_name["checkpoint"]
     assert (mark["ph"], mark["dur"]) == ("X", 0) and (mark["pid"], mark["tid"]) == (r["pid"], r["tid"]), mark
     assert mark["args"]["domain"] == "default", mark
     worker = by_name["worker-range"]
-    assert (worker["pid"], worker["tid"]) == (r["pid"], host_range_lane(r["worker_tid"])), worker
+    assert worker["pid"] == r["pid"] and lane_of(r, worker) == f"mstx ranges {r['worker_tid']}", worker
 
 
 def test_device_range_is_on_its_stream_lane_and_adds_no_device_time(marked):
@@ -191,13 +197,13 @@ def test_device_range_is_on_its_stream_lane_and_adds_no_device_time(marked):
     span = device[0]
     kernels_on_stream = [k for k in r["kernels"] if k["tid"] == r["stream"] and k["pid"] == span["pid"]]
     assert len(kernels_on_stream) == 2, r["kernels"]
-    assert span["tid"] == device_range_lane(r["stream"]), span
+    assert lane_of(r, span) == f"stream {r['stream']} mstx ranges", (span, r["lane_names"])
     # the span covers the two kernels launched inside it
     assert span["ts"] <= min(k["ts"] for k in kernels_on_stream) + 0.002, (span, kernels_on_stream)
     assert span["ts"] + span["dur"] >= max(k["ts"] + k["dur"] for k in kernels_on_stream) - 0.002
     # the host side of the same range is on the thread's range lane
     host = [e for e in r["markers"] if e["name"] == "device-span" and e.get("cat") == "privateuse1_driver"]
-    assert len(host) == 1 and host[0]["tid"] == host_range_lane(r["tid"]), r["markers"]
+    assert len(host) == 1 and lane_of(r, host[0]) == f"mstx ranges {r['tid']}", r["markers"]
     # torch's accounting of the work is the same as for the same work without markers
     with_markers, without = r["device_totals"], result(marked, "same_work_without_markers")["device_totals"]
     assert with_markers["total"] == without["total"], (with_markers, without)
@@ -271,21 +277,24 @@ def test_ranges_that_do_not_nest_are_drawn_whole_on_lanes_that_nest(marked):
     # each range whole (a span, not cut), on its thread's or stream's mstx lanes
     for name in ("a-to-b", "first", "second", "dev-first", "dev-second"):
         assert any(n == name and e["dur"] > 0 for (n, _), e in by.items()), (name, r["markers"])
-    assert by[("a-to-b", "privateuse1_driver")]["tid"] == host_range_lane(host)
-    assert by[("first", "privateuse1_driver")]["tid"] == host_range_lane(host)
+    assert lane_of(r, by[("a-to-b", "privateuse1_driver")]) == f"mstx ranges {host}", r["lane_names"]
+    assert lane_of(r, by[("first", "privateuse1_driver")]) == f"mstx ranges {host}"
     # "second" starts inside "first" and ends after it: one lane further
-    assert by[("second", "privateuse1_driver")]["tid"] == host_range_lane(host, 1)
-    assert by[("dev-first", "gpu_user_annotation")]["tid"] == device_range_lane(r["stream"])
-    assert by[("dev-second", "gpu_user_annotation")]["tid"] == device_range_lane(r["stream"], 1)
-    names = r["lane_names"]
-    pid = by[("first", "privateuse1_driver")]["pid"]
-    assert names[f"{pid}/{host_range_lane(host)}"] == f"mstx ranges {host}", names
-    assert names[f"{pid}/{host_range_lane(host, 1)}"] == f"mstx ranges {host} (2)", names
-    dev = by[("dev-first", "gpu_user_annotation")]["pid"]
-    assert names[f"{dev}/{device_range_lane(r['stream'], 1)}"] == f"stream {r['stream']} mstx ranges (2)", names
+    assert lane_of(r, by[("second", "privateuse1_driver")]) == f"mstx ranges {host} (2)"
+    assert lane_of(r, by[("dev-first", "gpu_user_annotation")]) == f"stream {r['stream']} mstx ranges"
+    assert lane_of(r, by[("dev-second", "gpu_user_annotation")]) == f"stream {r['stream']} mstx ranges (2)"
 
 
-@pytest.mark.parametrize("name", ["lanes", "window_edges", "many_buffers", "crossing"])
+def test_many_crossing_ranges_take_as_many_lanes_as_they_need(marked):
+    # Twelve ranges, each crossing every later one: twelve levels, and every lane still nests.
+    r = result(marked, "many_crossing")
+    levels = sorted(lane_of(r, e) for e in r["markers"] if e["name"].startswith("X"))
+    assert levels == sorted([f"mstx ranges {r['tid']}"] + [f"mstx ranges {r['tid']} ({n})" for n in range(2, 13)]), (
+        levels
+    )
+
+
+@pytest.mark.parametrize("name", ["lanes", "window_edges", "many_buffers", "crossing", "many_crossing"])
 def test_torch_mspti_check_accepts_traces_with_markers(marked, name):
     path = result(marked, name)["path"]
     proc = subprocess.run(

@@ -46,10 +46,6 @@ NS = 0.0015  # 1 ns in the trace's µs, with the rounding of a µs float near 5e
 # ------------------------------------------------------------------------------------------ model
 
 
-# The device lane of a stream's first-level mstx ranges (DeviceLanes.h: kDeviceRangeLanes + stream * kRangeLevels).
-DEVICE_RANGE_LANES, RANGE_LEVELS = 0x20000, 8
-
-
 def test_op_names_are_hccls_with_the_communicator_digits_and_index():
     ar = hccl_model.COLLECTIVES["allreduce"]
     assert hccl_model.op_name(ar, "16898834563344171674", 0) == "hcom_allReduce__674_0_1"
@@ -385,6 +381,11 @@ def test_each_collective_is_inside_a_communication_mstx_range_like_process_group
         device = [e for e in ranges if e["cat"] == "gpu_user_annotation"]
         host = {e["args"]["marker id"]: e for e in ranges if e["cat"] == "privateuse1_driver"}
         rows = _comm_rows(events)
+        lanes = {
+            (e["pid"], e["tid"]): e["args"]["name"]
+            for e in events
+            if e.get("ph") == "M" and e.get("name") == "thread_name"
+        }
         assert len(device) == len(host) == len(rows), (len(device), len(host), len(rows))
         for row in rows:
             a = row["args"]
@@ -393,7 +394,7 @@ def test_each_collective_is_inside_a_communication_mstx_range_like_process_group
             around = [
                 d
                 for d in device
-                if (d["pid"], d["tid"]) == (row["pid"], DEVICE_RANGE_LANES + row["tid"] * RANGE_LEVELS)
+                if d["pid"] == row["pid"] and lanes.get((d["pid"], d["tid"])) == f"stream {row['tid']} mstx ranges"
                 and d["ts"] <= row["ts"] + NS
                 and row["ts"] + row["dur"] <= d["ts"] + d["dur"] + NS
             ]  # fmt: skip

@@ -177,7 +177,7 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
     for (const auto& [lane, idx] : byLane) {
       std::vector<std::pair<int64_t, int64_t>> ranges;
       for (size_t i : idx) ranges.emplace_back(ordered[i].start, ordered[i].end);
-      const std::vector<int32_t> levels = nestingLevels(ranges, kRangeLevels);
+      const std::vector<int32_t> levels = nestingLevels(ranges);
       for (size_t k = 0; k < idx.size(); ++k) level[idx[k]] = levels[k];
     }
   }
@@ -185,11 +185,9 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
     const Span& s = ordered[i];
     const OpNode* node = s.node;
     const int32_t device = s.device;
-    const int32_t stream = level[i] ? kAnnotationLanes + s.stream * kRangeLevels + level[i] : s.stream;
-    if (level[i]) {
-      lanes.addRangeLane(device, stream);
-      ++c.annotationsMoved;
-    }
+    const int32_t stream =
+        level[i] ? lanes.rangeLane(device, RangeLane::kStreamUserRanges, s.stream, level[i]) : s.stream;
+    if (level[i]) ++c.annotationsMoved;
     const std::pair<int64_t, int64_t> range{s.start, s.end};
     auto& span = *buffer.activities.emplace_back(
         std::make_unique<GenericTraceActivity>(buffer.span, ActivityType::GPU_USER_ANNOTATION, node->activity->name()));

@@ -26,7 +26,7 @@ libkineto::DeviceInfo DeviceLanes::deviceInfo(int32_t device) const {
                                 fmt::format("NPU {}", device));
 }
 
-std::vector<int32_t> nestingLevels(const std::vector<std::pair<int64_t, int64_t>>& spans, int32_t maxLevels) {
+std::vector<int32_t> nestingLevels(const std::vector<std::pair<int64_t, int64_t>>& spans) {
   std::vector<int32_t> level(spans.size(), 0);
   std::vector<size_t> order(spans.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -41,12 +41,18 @@ std::vector<int32_t> nestingLevels(const std::vector<std::pair<int64_t, int64_t>
       if (static_cast<size_t>(at) == open.size()) open.emplace_back();
       auto& ends = open[static_cast<size_t>(at)];
       while (!ends.empty() && ends.back() <= start) ends.pop_back();
-      if (ends.empty() || ends.back() >= end || at + 1 >= maxLevels) break;
+      if (ends.empty() || ends.back() >= end) break;
     }
     open[static_cast<size_t>(at)].push_back(end);
     level[i] = at;
   }
   return level;
+}
+
+int32_t DeviceLanes::rangeLane(int32_t pid, RangeLane kind, int32_t of, int32_t level) {
+  auto [it, fresh] = rangeLanes_.try_emplace({pid, kind, of, level}, 0);
+  if (fresh) it->second = kind == RangeLane::kHostMstx ? nextHostLane_++ : nextDeviceLane_++;
+  return it->second;
 }
 
 std::vector<libkineto::ResourceInfo> DeviceLanes::resourceInfos() const {
@@ -59,14 +65,13 @@ std::vector<libkineto::ResourceInfo> DeviceLanes::resourceInfos() const {
   for (const auto& [pid, tid] : launchThreads_) {
     out.push_back(compat::makeResourceInfo(pid, tid, tid, fmt::format("NPU launch thread {}", tid)));
   }
-  for (const auto& [pid, lane] : rangeLanes_) {
-    const bool host = lane >= kHostRangeLanes;
-    const int32_t slot = lane - (host ? kHostRangeLanes : kDeviceRangeLanes);
-    const int32_t of = slot / kRangeLevels, level = slot % kRangeLevels;
+  for (const auto& [key, lane] : rangeLanes_) {
+    const auto& [pid, kind, of, level] = key;
     const std::string more = level ? fmt::format(" ({})", level + 1) : std::string();
-    out.push_back(compat::makeResourceInfo(
-        pid, lane, lane,
-        host ? fmt::format("mstx ranges {}{}", of, more) : fmt::format("stream {} mstx ranges{}", of, more)));
+    std::string name = kind == RangeLane::kHostMstx     ? fmt::format("mstx ranges {}{}", of, more)
+                       : kind == RangeLane::kStreamMstx ? fmt::format("stream {} mstx ranges{}", of, more)
+                                                        : fmt::format("stream {} user ranges{}", of, more);
+    out.push_back(compat::makeResourceInfo(pid, lane, lane, std::move(name)));
   }
   return out;
 }

@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,25 +25,22 @@
 namespace torch_mspti {
 
 inline constexpr int32_t kMemoryLane = 0x10000;
-// mstx ranges are drawn on lanes of their own, beside the lane they were recorded on, so that
-// every lane nests (MarkerActivities.h): a device range of stream s on lane kDeviceRangeLanes +
-// s * kRangeLevels + level ("stream s mstx ranges", after the memory lane), a host range of
-// thread t on kHostRangeLanes + t * kRangeLevels + level ("mstx ranges <t>"); Linux thread ids
-// are below 2^22 (pid_max), stream ids below 2^16 (mspti.md 4). Level 0 holds every range that
-// nests with the ones before it; a range that crosses one goes one level down ("... (2)").
-inline constexpr int32_t kRangeLevels = 8;
-inline constexpr int32_t kDeviceRangeLanes = 0x20000;
-inline constexpr int32_t kHostRangeLanes = 0x40000000;
-// A user range projected onto a stream (ActivityBuilder.h) that crosses an earlier projection on
-// that stream (two ranges whose kernels interleave on it) goes to kAnnotationLanes + s *
-// kRangeLevels + level ("stream s user ranges (2)"); level 0 stays on the stream's lane.
-inline constexpr int32_t kAnnotationLanes = 0x30000;
+// Lanes of their own for spans that need not nest with their recorded lane (DeviceLanes::rangeLane):
+// mstx ranges (MarkerActivities.h), beside their thread ("mstx ranges <tid>") or stream ("stream s
+// mstx ranges"), and user ranges projected onto a stream (ActivityBuilder.h) that cross an earlier
+// projection there ("stream s user ranges (2)"); a further level of each is "... (n)". Lane ids
+// are handed out in order of first use, from kRangeLanesBase on a device (above every stream id,
+// which has 16 bits, and kMemoryLane) and from kHostRangeLanesBase in the CPU process (above every
+// Linux thread id, below 2^22).
+inline constexpr int32_t kRangeLanesBase = 0x20000;
+inline constexpr int32_t kHostRangeLanesBase = 0x40000000;
+enum class RangeLane : uint8_t { kHostMstx, kStreamMstx, kStreamUserRanges };
 
 // The nesting level of each span [start, end] of one lane, spans in any order: in order of start
 // (the longer first on a tie), a span takes the first level where it nests inside the innermost
-// span still open there or starts after every one of them ended; levels are below `maxLevels` (the
-// last one takes the rest). A span whose level is > 0 crossed a span before it.
-std::vector<int32_t> nestingLevels(const std::vector<std::pair<int64_t, int64_t>>& spans, int32_t maxLevels);
+// span still open there or starts after every one of them ended. A span whose level is > 0 crossed
+// a span before it. O(n log n + n * levels).
+std::vector<int32_t> nestingLevels(const std::vector<std::pair<int64_t, int64_t>>& spans);
 
 class DeviceLanes {
  public:
@@ -51,10 +50,16 @@ class DeviceLanes {
   // (name "NPU", label "Ascend NPU" for device 0 and "Ascend NPU <n>" for others, sort
   // 0x1000000 + n), so that each device process has one consistent description.
   void usePeerNames(bool on) { peerNames_ = on; }
-  void addLaunchThread(int32_t pid, int32_t tid) { launchThreads_.emplace(pid, tid); }
+  void addLaunchThread(int32_t pid, int32_t tid) {
+    if (tid != keepName_) launchThreads_.emplace(pid, tid);
+  }
+  // A thread kineto always names (the one that started the profile, which torch records whatever
+  // the settings): never renamed as a launch thread, even when the session was told of no op on it.
+  void keepNameOf(int32_t tid) { keepName_ = tid; }
   void addMemoryLane(int32_t device) { streams_.emplace(device, kMemoryLane); }
-  // A lane of mstx ranges (kDeviceRangeLanes, kHostRangeLanes): `pid` is the device or the process.
-  void addRangeLane(int32_t pid, int32_t lane) { rangeLanes_.emplace(pid, lane); }
+  // The lane id for level `level` of the `kind` spans recorded on lane `of` (a tid or a stream)
+  // of `pid` (the process, or the logical device): handed out on first use, named in resourceInfos.
+  int32_t rangeLane(int32_t pid, RangeLane kind, int32_t of, int32_t level);
   std::vector<int32_t> devices() const;
 
   libkineto::DeviceInfo deviceInfo(int32_t device) const;
@@ -63,8 +68,12 @@ class DeviceLanes {
  private:
   std::set<std::pair<int32_t, int32_t>> streams_;        // (device, stream)
   std::set<std::pair<int32_t, int32_t>> launchThreads_;  // (pid, tid)
-  std::set<std::pair<int32_t, int32_t>> rangeLanes_;     // (pid or device, lane)
+  // (pid or device, kind, recorded lane, level) -> lane id
+  std::map<std::tuple<int32_t, RangeLane, int32_t, int32_t>, int32_t> rangeLanes_;
+  int32_t nextDeviceLane_ = kRangeLanesBase;
+  int32_t nextHostLane_ = kHostRangeLanesBase;
   bool peerNames_ = false;
+  int32_t keepName_ = -1;
 };
 
 }  // namespace torch_mspti

@@ -44,7 +44,7 @@ std::vector<int32_t> rangeLevels(const std::vector<Marker>& markers, SessionCoun
     std::vector<std::pair<int64_t, int64_t>> spans;
     spans.reserve(idx.size());
     for (size_t i : idx) spans.emplace_back(markers[i].start, markers[i].end);
-    const std::vector<int32_t> levels = nestingLevels(spans, kRangeLevels);
+    const std::vector<int32_t> levels = nestingLevels(spans);
     for (size_t k = 0; k < idx.size(); ++k) {
       level[idx[k]] = levels[k];
       if (levels[k] > 0) ++c.markerRangesMoved;
@@ -71,10 +71,10 @@ void buildMarkerActivities(const MarkerTable& table, const OpTimeline& ops, Corr
     act.resource = m.row;
     act.threadId = m.row;
     if (levels[i] >= 0) {  // a range: on its own lane beside the one it was recorded on
-      const int32_t lane = (m.onDevice ? kDeviceRangeLanes : kHostRangeLanes) + m.row * kRangeLevels + levels[i];
+      const int32_t lane =
+          lanes.rangeLane(m.lane, m.onDevice ? RangeLane::kStreamMstx : RangeLane::kHostMstx, m.row, levels[i]);
       act.resource = lane;
       act.threadId = lane;
-      lanes.addRangeLane(m.lane, lane);
     }
     if (m.onDevice) {
       act.startTime = m.start + kAnnotationWideningNs;

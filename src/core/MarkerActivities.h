@@ -18,7 +18,7 @@
 // thread or stream (started inside one record_function and ended inside another, two ranges that
 // cross, a device range over parts of two kernels), and viewers such as Perfetto drop or mis-nest
 // slices that partially overlap on one track (google/perfetto#928, #4280). Ranges that cross an
-// earlier range of their lane go one level further ("... (2)", up to kRangeLevels; counted in
+// earlier range of their lane go one level further ("... (2)", as many as it takes; counted in
 // rows.marker_ranges_on_extra_lanes), so that every lane nests. Marks and unpaired ends, spans of no
 // length, stay on the recorded lane.
 // Every activity carries args "domain" ("unknown" when no record named one), "marker id" and,

@@ -1,5 +1,8 @@
 #include "MsptiActivityProfilerSession.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <unordered_set>
@@ -198,6 +201,7 @@ void MsptiActivityProfilerSession::reclaimCallbacks() noexcept {
 void MsptiActivityProfilerSession::start() {
   guard(errors_, "start", [&] {
     startNs_ = nowNs();
+    startThread_ = static_cast<uint32_t>(::syscall(SYS_gettid));
     clockAtStart_ = ClockSample::now();
     // Seq counts each group's calls from here (CollectiveJoin.h).
     communicatorsSampled_ = static_cast<bool>(deps_.communicators);
@@ -276,6 +280,7 @@ bool MsptiActivityProfilerSession::arm() {
   // sessions started takes them back (one MSPTI call per session).
   reclaimCallbacks_.store(true);
   lanes_.usePeerNames(deps_.peer.present);
+  lanes_.keepNameOf(static_cast<int32_t>(startThread_));
   return true;
 }
 
@@ -517,6 +522,7 @@ SessionFacts MsptiActivityProfilerSession::facts() const {
   for (const Launch& l : launches_.launches) {
     f.deviceRows += l.rowCount;
     if (l.call && l.callTrusted && opThreads.count(l.call->threadId) == 0) f.rowsFromOpLessThreads += l.rowCount;
+    if (l.call && l.call->threadId == startThread_) f.rowsFromSessionThread += l.rowCount;
     if (!l.call && (l.opHint || l.userHint)) f.rowsWithoutApiRecord += l.rowCount;
     if (!l.call && !l.opHint && !l.userHint) f.rowsWithoutLinkEvidence += l.rowCount;
   }

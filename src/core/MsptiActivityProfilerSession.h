@@ -202,6 +202,8 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   ClockSample clockAtStart_;
   std::optional<HostClock> hostClock_;
   int64_t startNs_ = 0, stopNs_ = 0;
+  // The thread that started the session (torch.profiler's): torch records it whatever the settings.
+  uint32_t startThread_ = 0;
   LaunchTable launches_;
   MemoryTimeline memory_;
   MarkerTable markers_;

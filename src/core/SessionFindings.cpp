@@ -10,6 +10,10 @@ using F = const SessionFacts&;
 bool timedOutPending(F f) { return f.drainExitReason == "timeout" && f.pendingLaunches > 0 && f.buffersDeclined == 0; }
 // Rows that lack an API record because none was collected (not because its buffer was declined).
 bool hintOnly(F f) { return !f.apiRecordsCollected && f.rowsWithoutApiRecord > 0; }
+// torch passed the session no op at all while most rows were launched from the profiling thread
+// (whose ops torch records): its external correlation is off. Rows from other threads without
+// any op logged are the task-queue row's (a thread of the user's without profile_all_threads).
+bool noOpIds(F f) { return f.deviceRows > 0 && f.opsLogged == 0 && f.rowsFromSessionThread * 2 > f.deviceRows; }
 
 // Priority order: a lost-record cause the user can fix before the symptoms it explains.
 const std::vector<FindingInfo> kTable = {
@@ -132,19 +136,19 @@ const std::vector<FindingInfo> kTable = {
      }},
     // torch passed no op at all: no thread ran an op the session was told of, so the task queue
     // (or a thread of the user's) is not the cause; torch's external correlation is off.
-    {"no-op-ids", "", "profile without _ExperimentalConfig(disable_external_correlation=True)",
-     [](F f) { return f.deviceRows > 0 && f.opsLogged == 0; },
+    {"no-op-ids", "", "profile without _ExperimentalConfig(disable_external_correlation=True)", noOpIds,
      [](F f) {
        return fmt::format(
-           "torch-mspti: torch passed no op to the profiler in this session, so none of its {} device rows can be "
-           "credited to an op (no arrows, no per-op device time): torch does so with "
+           "torch-mspti: torch passed no op to the profiler in this session, though most of its {} device rows were "
+           "launched from the profiling thread, which torch records: none can be credited to an op (their launch "
+           "events and arrows are on the thread's lane, no op's arrow and no per-op device time). torch does so with "
            "experimental_config=torch._C._profiler._ExperimentalConfig(disable_external_correlation=True); "
            "profile without that setting (kernels launched outside any torch op are not affected by it)",
            f.deviceRows);
      }},
     {"task-queue", "",
      "set TASK_QUEUE_ENABLE=0 (torch_npu's task queue); for threads of your own, profile_all_threads=True",
-     [](F f) { return f.deviceRows > 0 && f.opsLogged > 0 && f.rowsFromOpLessThreads * 2 > f.deviceRows; },
+     [](F f) { return f.deviceRows > 0 && !noOpIds(f) && f.rowsFromOpLessThreads * 2 > f.deviceRows; },
      [](F f) {
        return fmt::format(
            "torch-mspti: {} of {} device rows were launched from threads that ran no op torch recorded: "

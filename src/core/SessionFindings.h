@@ -65,6 +65,9 @@ struct SessionFacts {
   // Op and user-range ids torch passed to the session (pushCorrelationId): 0 with
   // _ExperimentalConfig(disable_external_correlation=True), or when no op ran (kineto.md 4.1).
   uint64_t opsLogged = 0;
+  // Rows launched from the thread that started the session (torch.profiler's, which torch always
+  // records): with no op logged at all, ops ran there that torch did not pass on.
+  uint64_t rowsFromSessionThread = 0;
 };
 
 struct FindingInfo {

@@ -239,16 +239,37 @@ TEST_F(ActivityBuilderTest, UserRangeSpansAreOrderedByStart) {
 
 // The lane levels that keep every lane nested (DeviceLanes.h): nested and sequential spans share
 // level 0 (touching ends included), a span that crosses one goes a level further, levels are
-// reused once the spans on them have ended, and the last level takes the rest.
+// reused once the spans on them have ended, with no bound on their number.
 TEST(NestingLevels, CrossingSpansGoFurtherAndNestedOnesStay) {
   using V = std::vector<std::pair<int64_t, int64_t>>;
-  EXPECT_EQ(nestingLevels(V{{0, 10}, {2, 5}, {5, 8}, {10, 12}}, 8), (std::vector<int32_t>{0, 0, 0, 0}));
+  EXPECT_EQ(nestingLevels(V{{0, 10}, {2, 5}, {5, 8}, {10, 12}}), (std::vector<int32_t>{0, 0, 0, 0}));
   // "add" starts inside "matmul" and ends after it (their kernels interleave on the stream)
-  EXPECT_EQ(nestingLevels(V{{5, 20}, {0, 10}}, 8), (std::vector<int32_t>{1, 0}));
+  EXPECT_EQ(nestingLevels(V{{5, 20}, {0, 10}}), (std::vector<int32_t>{1, 0}));
   // three crossing each other; then one after all of them is back on level 0
-  EXPECT_EQ(nestingLevels(V{{0, 10}, {5, 15}, {8, 20}, {30, 40}}, 8), (std::vector<int32_t>{0, 1, 2, 0}));
-  EXPECT_EQ(nestingLevels(V{{0, 10}, {5, 15}, {8, 20}}, 2), (std::vector<int32_t>{0, 1, 1}));
-  EXPECT_TRUE(nestingLevels(V{}, 8).empty());
+  EXPECT_EQ(nestingLevels(V{{0, 10}, {5, 15}, {8, 20}, {30, 40}}), (std::vector<int32_t>{0, 1, 2, 0}));
+  V many;
+  for (int64_t i = 0; i < 20; ++i) many.emplace_back(i, 100 + i);  // each crosses every later one
+  const std::vector<int32_t> levels = nestingLevels(many);
+  for (int32_t i = 0; i < 20; ++i) EXPECT_EQ(levels[static_cast<size_t>(i)], i);
+  EXPECT_TRUE(nestingLevels(V{}).empty());
+}
+
+// Range lanes are handed out once per (process or device, kind, recorded lane, level) and named
+// for what they hold.
+TEST(DeviceLanes, RangeLanesAreOnePerLevelAndNamedForWhatTheyHold) {
+  DeviceLanes lanes;
+  const int32_t host = lanes.rangeLane(100, RangeLane::kHostMstx, 7, 0);
+  EXPECT_EQ(lanes.rangeLane(100, RangeLane::kHostMstx, 7, 0), host);
+  EXPECT_GE(host, kHostRangeLanesBase);
+  const int32_t mstx = lanes.rangeLane(0, RangeLane::kStreamMstx, 1, 0);
+  const int32_t user = lanes.rangeLane(0, RangeLane::kStreamUserRanges, 1, 1);
+  EXPECT_NE(mstx, user);
+  EXPECT_GE(std::min(mstx, user), kRangeLanesBase);
+  std::map<std::pair<int64_t, int64_t>, std::string> names;
+  for (const auto& r : lanes.resourceInfos()) names[{r.deviceId, r.id}] = r.name;
+  EXPECT_EQ((names[{100, host}]), "mstx ranges 7");
+  EXPECT_EQ((names[{0, mstx}]), "stream 1 mstx ranges");
+  EXPECT_EQ((names[{0, user}]), "stream 1 user ranges (2)");
 }
 
 // Rows without a correlation id are launches of their own: each gets its own trace id.

@@ -80,11 +80,17 @@ TEST(SessionFindings, NoOpIdsAtAllNameTorchsSettingNotTheTaskQueue) {
   SessionFacts f;
   f.deviceRows = 15;
   f.rowsFromOpLessThreads = 15;
+  f.rowsFromSessionThread = 15;
   f.opsLogged = 0;
   EXPECT_EQ(names(f), std::vector<std::string>{"no-op-ids"});
   EXPECT_NE(findingsFor(f)[0].message.find("disable_external_correlation=True"), std::string::npos);
   EXPECT_EQ(findingsFor(f)[0].message.find("TASK_QUEUE"), std::string::npos);
   f.opsLogged = 30;
+  EXPECT_EQ(names(f), std::vector<std::string>{"task-queue"});
+  // No op at all, but the rows came from a thread of the user's (not the profiling thread): that
+  // thread ran no op torch records without profile_all_threads, which the task-queue row names.
+  f.opsLogged = 0;
+  f.rowsFromSessionThread = 0;
   EXPECT_EQ(names(f), std::vector<std::string>{"task-queue"});
 }
 
