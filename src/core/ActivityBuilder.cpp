@@ -176,7 +176,9 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
     for (size_t i = 0; i < ordered.size(); ++i) byLane[{ordered[i].device, ordered[i].stream}].push_back(i);
     for (const auto& [lane, idx] : byLane) {
       std::vector<std::pair<int64_t, int64_t>> ranges;
-      for (size_t i : idx) ranges.emplace_back(ordered[i].start, ordered[i].end);
+      // As written: kineto widens each span by 1 ns per side after our 1 ns narrowing, and a span
+      // shorter than 2 ns is written 2 ns long.
+      for (size_t i : idx) ranges.emplace_back(ordered[i].start, std::max(ordered[i].end, ordered[i].start + 2));
       const std::vector<int32_t> levels = nestingLevels(ranges);
       for (size_t k = 0; k < idx.size(); ++k) level[idx[k]] = levels[k];
     }

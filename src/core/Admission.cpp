@@ -12,9 +12,10 @@ int64_t Admission::realtime(uint32_t kind, int64_t t, bool onDevice) const {
 }
 
 bool Admission::stale(uint32_t kind, uint64_t id) {
-  if (kindHandler(kind).admit.stale != StaleBy::kCorrelationId || id == 0) return false;
+  const StaleBy rule = kindHandler(kind).admit.stale;
+  if ((rule != StaleBy::kCorrelationId && rule != StaleBy::kWatermark) || id == 0) return false;
   bool earlier = id <= ledger_.staleBelow();
-  if (!earlier && ledger_.knowsLaunches() && id < ledger_.firstOwnId()) {
+  if (!earlier && rule == StaleBy::kCorrelationId && ledger_.knowsLaunches() && id < ledger_.firstOwnId()) {
     const LaunchEntry* e = ledger_.find(id);
     earlier = !e || (!e->external && e->launchApi < 0);
   }

@@ -16,7 +16,10 @@
 //    of collection]);
 //  * `stale`: by correlation id (ids at or below the highest id an earlier session launched, or
 //    below this session's first own launch and never seen launched, are an earlier session's
-//    records delivered late: LaunchTable.h rule 2), or never (markers carry no correlation id:
+//    records delivered late: LaunchTable.h rule 2), by the watermark alone (MEMORY: an allocation
+//    outside any op may come before the session's first launch with no record naming its call,
+//    and MEMORY records are written as the call returns, never late), or never (markers carry no
+//    correlation id:
 //    a late marker of an earlier session has a time before this session's start, so the window
 //    drops it).
 // Every record refused is counted in the session's totals (dropped.out_of_window,
@@ -52,7 +55,12 @@ enum class WindowBy : uint8_t {
   kOwnTime,       // memory events and markers: by their own time
   kLaunchedRows,  // API and external records: through the launches they describe
 };
-enum class StaleBy : uint8_t { kUnset, kCorrelationId, kNever };
+enum class StaleBy : uint8_t {
+  kUnset,
+  kCorrelationId,  // at or below the watermark, or below the session's first own launch and never seen launched
+  kWatermark,      // at or below the watermark only (MEMORY: an allocation's call may be one no record names)
+  kNever,          // no correlation id (markers): the window decides
+};
 struct AdmissionRule {
   TimeBase time = TimeBase::kUnset;
   WindowBy window = WindowBy::kUnset;

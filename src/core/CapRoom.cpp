@@ -5,13 +5,14 @@
 namespace torch_mspti {
 
 bool CapRoom::refused(uint64_t id) const {
+  if (id == 0) return false;  // rows without a correlation id are no launch's
   auto it = refused_.upper_bound(id);
   if (it == refused_.begin()) return false;
   return std::prev(it)->second >= id;
 }
 
 void CapRoom::refuseLaunch(uint64_t id) {
-  if (refused(id)) return;
+  if (id == 0 || refused(id)) return;
   auto next = refused_.upper_bound(id);
   // Joins the interval ending just below it and the one starting just above it.
   if (next != refused_.begin()) {

@@ -34,6 +34,8 @@ class CapRoom {
   void waitFor(uint32_t classes) { waitFor_ |= classes; }
   uint32_t waitMask() const { return waitFor_; }
   bool waitsFor(LaunchClass c) const { return (waitFor_ >> static_cast<int>(c)) & 1u; }
+  // A pending bucket (CorrelationLedger::pendingClassOf; -1 = none) the session waits for.
+  bool waitsFor(int pendingClass) const { return pendingClass >= 0 && ((waitFor_ >> pendingClass) & 1u); }
   // Launch calls are collected (RUNTIME_API or API on): a row that precedes its call holds room for it.
   void expectCalls() { expectCalls_ = true; }
   bool callsExpected() const { return expectCalls_; }
@@ -48,6 +50,8 @@ class CapRoom {
   // A launch call refused for want of room; its later answers and hints are refused with it.
   void refuseLaunch(uint64_t id);
   bool refused(uint64_t id) const;
+  // No launch refused yet: a batch that fits whole needs no look at each record.
+  bool noneRefused() const { return refused_.empty(); }
 
   // A row kept before its call: one record of room is held for the call.
   void holdCall(uint64_t id) { held_.insert(id); }

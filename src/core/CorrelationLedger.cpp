@@ -182,6 +182,12 @@ bool CorrelationLedger::awaitsAnswer(uint64_t id) const {
   return e && bucket(*e) >= 0;
 }
 
+int CorrelationLedger::pendingClassOf(uint64_t id) const {
+  if (!ours(id)) return -1;
+  const LaunchEntry* e = lookup(id);
+  return e ? bucket(*e) : -1;
+}
+
 bool CorrelationLedger::wouldOpenWait(uint64_t id) const {
   if (!ours(id)) return false;
   const LaunchEntry* e = lookup(id);

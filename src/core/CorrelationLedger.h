@@ -89,6 +89,8 @@ class CorrelationLedger {
   // For the store's cap, which keeps room for the answer of every launch it kept:
   // whether a record with `id` that answers its call (device or MEMORY) would end a pending wait;
   bool awaitsAnswer(uint64_t id) const;
+  // the LaunchClass (as int) of the wait the id holds, -1 when it holds none;
+  int pendingClassOf(uint64_t id) const;
   // whether noting a launch call (or an external record, which names a launch) with `id` would
   // start a wait: the id is the session's and has no entry, or one that neither waits nor has
   // been answered. Junk ids are not told apart (at worst a record is refused that would fit).

@@ -11,10 +11,12 @@
 namespace torch_mspti {
 
 std::vector<int32_t> DeviceLanes::devices() const {
-  std::vector<int32_t> out;
-  for (const auto& [dev, stream] : streams_)
-    if (out.empty() || out.back() != dev) out.push_back(dev);
-  return out;
+  std::set<int32_t> out;
+  for (const auto& [dev, stream] : streams_) out.insert(dev);
+  // A device whose only spans are mstx ranges (its kernels dropped, or KERNEL not collected).
+  for (const auto& [key, lane] : rangeLanes_)
+    if (std::get<1>(key) != RangeLane::kHostMstx) out.insert(std::get<0>(key));
+  return {out.begin(), out.end()};
 }
 
 libkineto::DeviceInfo DeviceLanes::deviceInfo(int32_t device) const {

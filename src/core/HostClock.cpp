@@ -26,14 +26,21 @@ ClockSample ClockSample::now() {
 }
 
 HostClock HostClock::decide(const ApiRecords& apis, const ClockSample& start, const ClockSample& stop) {
-  if (apis.empty()) return HostClock(Kind::kNoRecords, 0, 0);
+  std::vector<int64_t> times;
+  times.reserve(apis.size());
+  for (const auto& a : apis) times.push_back(a.start);
+  return decide(times, start, stop);
+}
+
+HostClock HostClock::decide(const std::vector<int64_t>& times, const ClockSample& start, const ClockSample& stop) {
+  if (times.empty()) return HostClock(Kind::kNoRecords, 0, 0);
   uint64_t onRealtime = 0, onMonotonic = 0;
-  for (const auto& a : apis) {
-    if (a.start >= start.realtime - kSlackNs && a.start <= stop.realtime + kSlackNs) ++onRealtime;
-    else if (a.start >= start.monotonicRaw - kSlackNs && a.start <= stop.monotonicRaw + kSlackNs) ++onMonotonic;
+  for (const int64_t t : times) {
+    if (t >= start.realtime - kSlackNs && t <= stop.realtime + kSlackNs) ++onRealtime;
+    else if (t >= start.monotonicRaw - kSlackNs && t <= stop.monotonicRaw + kSlackNs) ++onMonotonic;
   }
   // Nine in ten: a stray record (a stale value, an injected fault) does not decide the clock.
-  const uint64_t needed = apis.size() - apis.size() / 10;
+  const uint64_t needed = times.size() - times.size() / 10;
   if (onRealtime >= needed) return HostClock(Kind::kRealtime, 0, 0);
   if (onMonotonic >= needed) {
     const int64_t atStart = start.realtime - start.monotonicRaw;

@@ -30,6 +30,10 @@ class HostClock {
 
   // Decides from the API records of a session that ran from `start` to `stop`.
   static HostClock decide(const ApiRecords& apis, const ClockSample& start, const ClockSample& stop);
+  // Decides from any host-clock times (the same rule): a session without API records decides from
+  // its other host-clock records (MEMORY records, host markers, copy and memset rows), which MSPTI
+  // takes from the same clock (mspti.md 4).
+  static HostClock decide(const std::vector<int64_t>& hostTimes, const ClockSample& start, const ClockSample& stop);
   // Realtime as is (tests, and libraries known to be right).
   static HostClock realtime() { return HostClock(Kind::kRealtime, 0, 0); }
 

@@ -215,8 +215,9 @@ constexpr AdmissionRule kNeverKept{};
 constexpr AdmissionRule kDeviceTimed{TimeBase::kDevice, WindowBy::kLaunchCall, StaleBy::kCorrelationId};
 // Copy and memset rows: the host call's span on MSPTI's host clock (mspti.md 5.7).
 constexpr AdmissionRule kHostTimedRow{TimeBase::kHost, WindowBy::kLaunchCall, StaleBy::kCorrelationId};
-// MEMORY records: the allocation call's span on the host clock (mspti.md 5.8), windowed by it.
-constexpr AdmissionRule kHostEvent{TimeBase::kHost, WindowBy::kOwnTime, StaleBy::kCorrelationId};
+// MEMORY records: the allocation call's span on the host clock (mspti.md 5.8), windowed by it;
+// written as the call returns (never late), stale only at or below the watermark.
+constexpr AdmissionRule kHostEvent{TimeBase::kHost, WindowBy::kOwnTime, StaleBy::kWatermark};
 // MARKER records: host records on the host clock, device records on the device's (mspti.md 4);
 // no correlation id: a late marker of an earlier session lies before this one's start.
 constexpr AdmissionRule kMarkerRule{TimeBase::kBySource, WindowBy::kOwnTime, StaleBy::kNever};

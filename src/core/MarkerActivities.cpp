@@ -43,7 +43,10 @@ std::vector<int32_t> rangeLevels(const std::vector<Marker>& markers, SessionCoun
   for (const auto& [lane, idx] : byLane) {
     std::vector<std::pair<int64_t, int64_t>> spans;
     spans.reserve(idx.size());
-    for (size_t i : idx) spans.emplace_back(markers[i].start, markers[i].end);
+    // As written: a device span shorter than 2 ns is written 2 ns long (kineto's widening).
+    for (size_t i : idx)
+      spans.emplace_back(markers[i].start,
+                         markers[i].onDevice ? std::max(markers[i].end, markers[i].start + 2) : markers[i].end);
     const std::vector<int32_t> levels = nestingLevels(spans);
     for (size_t k = 0; k < idx.size(); ++k) {
       level[idx[k]] = levels[k];

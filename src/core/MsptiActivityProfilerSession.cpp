@@ -450,8 +450,23 @@ void MsptiActivityProfilerSession::takeCounters() {
   for (size_t k = 0; k < overCapByKind.size(); ++k) counters_.droppedByKind[kDropOverCap][k] = overCapByKind[k];
 }
 
+// From the API records; without any, from the session's other host-clock records (HostClock.h),
+// so that memory events, host markers and copies on a raw-clock library are still put on the
+// realtime clock when API records are off.
+HostClock MsptiActivityProfilerSession::decideHostClock() const {
+  const ClockSample stop = ClockSample::now();
+  if (!store_->apis().empty()) return HostClock::decide(store_->apis(), clockAtStart_, stop);
+  std::vector<int64_t> times;
+  for (const MemoryRecord& m : store_->memory()) times.push_back(m.start);
+  for (const MarkerRecord& m : store_->markers())
+    if (m.sourceKind != MSPTI_ACTIVITY_SOURCE_KIND_DEVICE) times.push_back(m.timestamp);
+  for (const DeviceRecord& d : store_->devices())
+    if (kindHandler(d.kind).admit.time == TimeBase::kHost) times.push_back(d.start);
+  return HostClock::decide(times, clockAtStart_, stop);
+}
+
 void MsptiActivityProfilerSession::buildLaunches(int64_t disabledAt) {
-  hostClock_ = HostClock::decide(store_->apis(), clockAtStart_, ClockSample::now());
+  hostClock_ = decideHostClock();
   const Window window{startNs_, stopNs_, std::max(stopNs_, disabledAt ? disabledAt : nowNs())};
   // One admission for every kind: the window, the host clock's conversion and the stale rule.
   Admission admission(*hostClock_, window, store_->ledger(), counters_);
@@ -519,6 +534,7 @@ SessionFacts MsptiActivityProfilerSession::facts() const {
     if (!t.ids.empty()) opThreads.insert(t.threadId);
   f.opThreads = opThreads.size();
   f.opsLogged = counters_.opsLogged;
+  f.cpuOpsRequested = types_.count(ActivityType::CPU_OP) > 0;
   for (const Launch& l : launches_.launches) {
     f.deviceRows += l.rowCount;
     if (l.call && l.callTrusted && opThreads.count(l.call->threadId) == 0) f.rowsFromOpLessThreads += l.rowCount;

@@ -152,7 +152,8 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   void restoreMarkerDomains();
   int64_t drainLibrary(const DeviceSync& sync);  // DrainPolicy; returns when MSPTI was disabled (ns)
   void takeCounters();                           // this session's share of the pool's and forwarder's counters
-  void buildLaunches(int64_t disabledAt);        // HostClock, LaunchTable; the stale watermark moves up
+  HostClock decideHostClock() const;
+  void buildLaunches(int64_t disabledAt);  // HostClock, LaunchTable; the stale watermark moves up
   // What the findings table reads (SessionFindings.h), from the stages above; and the warnings it
   // gives, decided at stop so that the health report kineto embeds before processTrace has them.
   SessionFacts facts() const;

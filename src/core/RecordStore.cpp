@@ -1,5 +1,7 @@
 #include "RecordStore.h"
 
+#include "KindHandlers.h"
+
 #include <algorithm>
 #include <iterator>
 #include <type_traits>
@@ -34,9 +36,9 @@ void RecordStore::append(WalkResult& batch) {
     batch.clear();
     return;
   }
-  // Every record of the batch fits even if each opened a wait that needs room for its answer:
-  // keep them all without looking at each.
-  if (fits(2 * recordsIn(batch))) keepAll(batch);
+  // Every record of the batch fits even if each opened a wait that needs room for its answer, and
+  // no launch was refused whose records the batch could hold: keep them all without looking at each.
+  if (room_.noneRefused() && fits(2 * recordsIn(batch))) keepAll(batch);
   else keepWithinCap(batch);
   for (int i = 0; i < MSPTI_ACTIVITY_KIND_COUNT; ++i) recordsByKind_[i] += batch.recordsByKind[i];
   if (batch.abandoned) {
@@ -69,38 +71,47 @@ void RecordStore::keepAll(WalkResult& batch) {
   const size_t firstApi = apis_.size();
   moveAll(apis_, batch.apis);  // before noting: the ledger compares the starts of its indexed calls
   for (size_t i = firstApi; i < apis_.size(); ++i) {
-    room_.takeHeldCall(apis_[i].correlationId);
+    if (ledger_.classOf(apis_[i]) != LaunchClass::kNone) room_.takeHeldCall(apis_[i].correlationId);
     ledger_.noteApi(apis_, i);
   }
   for (const auto& m : batch.memory) {
     ledger_.noteMemory(m);
-    if (callToCome(m.correlationId)) room_.holdCall(m.correlationId);
+    if (callToCome(m.correlationId, LaunchClass::kMemory)) room_.holdCall(m.correlationId);
   }
   for (const auto& d : batch.devices) {
     noteKeptDevice(d);
-    if (callToCome(d.correlationId)) room_.holdCall(d.correlationId);
+    if (callToCome(d.correlationId, kindHandler(d.kind).answers)) room_.holdCall(d.correlationId);
   }
   moveAll(devices_, batch.devices);
   moveAll(memory_, batch.memory);
   moveAll(markers_, batch.markers);
 }
 
-// An answer with id `id` whose launch call is collected but has not come (CapRoom.h). A row
-// whose call never comes (a task no call launched) holds its record of room to the end.
-bool RecordStore::callToCome(uint64_t id) const {
+// An answer with id `id` whose launch call (of class `c`) is collected but has not come
+// (CapRoom.h). Only for a class whose calls this library has been seen to report in the session
+// (or before any API record came): a library (or a call name) that reports none would otherwise
+// make every such answer hold room for a call that never comes. A row whose call still never comes holds its record to
+// the end.
+bool RecordStore::callToCome(uint64_t id, LaunchClass c) const {
   if (!room_.callsExpected() || id == 0 || id <= ledger_.staleBelow()) return false;
+  if (c == LaunchClass::kNone) return false;
+  // Until the first API record nothing says which calls this library reports.
+  uint64_t seen = 0;
+  for (int k = 0; k < static_cast<int>(LaunchClass::kCount); ++k) seen += ledger_.apiCalls(static_cast<LaunchClass>(k));
+  if (seen > 0 && ledger_.apiCalls(c) == 0) return false;
   const LaunchEntry* e = ledger_.find(id);
   return !e || e->launchApi < 0;
 }
 
-// An answer (device row or MEMORY record) with id `id` that does not end a wait: kept when it
-// fits, with room for its call when the call is still to come.
-bool RecordStore::keepAnswer(uint64_t id) {
+// An answer (device row or MEMORY record, of class `c`) with id `id` that does not end a wait:
+// kept when it fits, with room for its call when the call is still to come.
+bool RecordStore::keepAnswer(uint64_t id, LaunchClass c) {
   // A launch refused at its call is refused whole, even when an external record kept before
   // the call opened a wait for it (that wait ends as the row is counted, noteDeviceIfKnown).
   if (room_.refused(id)) return false;
-  if (ledger_.awaitsAnswer(id)) return true;  // its room was held since its call was kept
-  const bool ahead = callToCome(id);
+  // Its room was held since its call (or hint) was kept, when the session waits for its class.
+  if (room_.waitsFor(ledger_.pendingClassOf(id))) return true;
+  const bool ahead = callToCome(id, c);
   if (!fits(ahead ? 2 : 1)) {
     if (ahead) room_.refuseLaunch(id);  // its call, when it comes, would describe no row
     return false;
@@ -128,7 +139,12 @@ void RecordStore::keepWithinCap(WalkResult& batch) {
     const LaunchClass c = ledger_.classOf(a);
     const uint64_t id = a.correlationId;
     const bool launches = c != LaunchClass::kNone;
-    const bool opens = launches && room_.waitsFor(c) && ledger_.wouldOpenWait(id);
+    // Noting the call starts a wait the session waits for where none was: a new id, or one known
+    // from an external record whose unclassified wait the session does not wait for.
+    const LaunchEntry* e = launches ? ledger_.find(id) : nullptr;
+    const bool answered = e && e->deviceRecords > 0;
+    const bool opens = launches && room_.waitsFor(c) && !answered && id > ledger_.staleBelow() &&
+                       !room_.waitsFor(ledger_.pendingClassOf(id));
     if ((launches && room_.takeHeldCall(id)) || (!(launches && room_.refused(id)) && fits(opens ? 2 : 1))) {
       apis_.push_back(std::move(a));
       ledger_.noteApi(apis_, apis_.size() - 1);
@@ -148,7 +164,7 @@ void RecordStore::keepWithinCap(WalkResult& batch) {
     }
   }
   for (const auto& m : batch.memory) {
-    if (keepAnswer(m.correlationId)) {
+    if (keepAnswer(m.correlationId, LaunchClass::kMemory)) {
       ledger_.noteMemory(m);
       memory_.push_back(m);
       room_.keep();
@@ -158,7 +174,7 @@ void RecordStore::keepWithinCap(WalkResult& batch) {
     }
   }
   for (const auto& d : batch.devices) {
-    if (keepAnswer(d.correlationId)) {
+    if (keepAnswer(d.correlationId, kindHandler(d.kind).answers)) {
       noteKeptDevice(d);
       devices_.push_back(d);
       room_.keep();

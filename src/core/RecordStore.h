@@ -104,8 +104,8 @@ class RecordStore {
   bool fits(uint64_t need) const;
   void keepAll(WalkResult& batch);
   void keepWithinCap(WalkResult& batch);
-  bool callToCome(uint64_t id) const;
-  bool keepAnswer(uint64_t id);
+  bool callToCome(uint64_t id, LaunchClass c) const;
+  bool keepAnswer(uint64_t id, LaunchClass c);
   void countOverCap(uint32_t kind);
   void noteKeptDevice(const DeviceRecord& d);
 

@@ -13,7 +13,9 @@ bool hintOnly(F f) { return !f.apiRecordsCollected && f.rowsWithoutApiRecord > 0
 // torch passed the session no op at all while most rows were launched from the profiling thread
 // (whose ops torch records): its external correlation is off. Rows from other threads without
 // any op logged are the task-queue row's (a thread of the user's without profile_all_threads).
-bool noOpIds(F f) { return f.deviceRows > 0 && f.opsLogged == 0 && f.rowsFromSessionThread * 2 > f.deviceRows; }
+bool noOpIds(F f) {
+  return f.cpuOpsRequested && f.deviceRows > 0 && f.opsLogged == 0 && f.rowsFromSessionThread * 2 > f.deviceRows;
+}
 
 // Priority order: a lost-record cause the user can fix before the symptoms it explains.
 const std::vector<FindingInfo> kTable = {
@@ -108,8 +110,10 @@ const std::vector<FindingInfo> kTable = {
     {"window", "", "widen the profiling window (its schedule) to take in their launches",
      [](F f) { return f.outOfWindow > 0; },
      [](F f) {
-       return fmt::format("torch-mspti: {} device records were dropped: their launch lies outside the profiling window",
-                          f.outOfWindow);
+       return fmt::format(
+           "torch-mspti: {} records were dropped as outside the profiling window (device rows by their launch, "
+           "memory events and markers by their own time; per kind in dropped_by_kind)",
+           f.outOfWindow);
      }},
     {"over-cap", "", "raise max_session_records, or profile a shorter window", [](F f) { return f.overCap > 0; },
      [](F f) {

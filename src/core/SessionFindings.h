@@ -68,6 +68,8 @@ struct SessionFacts {
   // Rows launched from the thread that started the session (torch.profiler's, which torch always
   // records): with no op logged at all, ops ran there that torch did not pass on.
   uint64_t rowsFromSessionThread = 0;
+  // The profile asked for CPU activity (torch records ops, and passes them on, only then).
+  bool cpuOpsRequested = true;
 };
 
 struct FindingInfo {

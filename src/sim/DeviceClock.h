@@ -4,7 +4,8 @@
 // CLOCK_REALTIME) that its sync thread refreshes every 7 s (mspti.md 4); between refreshes, or
 // with a bad pair, device times sit off the host clock and drift from it. The simulator reports
 //   reported = true + offset + drift_ppm * (true - t0) / 1e6,   t0 = when the library was loaded
-// in the start/end of KERNEL, COMMUNICATION, MEMCPY and MEMSET records. The timeline itself (when
+// in the start/end of KERNEL and COMMUNICATION records (copies and memsets carry the host call's
+// span on MSPTI's host clock instead, mspti.md 5.7: HostRecords::onHostClock). The timeline itself (when
 // tasks run, what synchronize waits for, what Disable's pull counts as ended) stays on true time.
 #pragma once
 

@@ -17,9 +17,8 @@ uint32_t currentTid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
 uint64_t HostRecords::apiNow() const { return ctx_.options.flag(Option::kApiClock) ? monotonicRawNs() : realtimeNs(); }
 
 uint64_t HostRecords::onHostClock(uint64_t realtime) const {
-  if (!ctx_.options.flag(Option::kApiClock)) return realtime;
-  const uint64_t offset = realtimeNs() - monotonicRawNs();  // the clocks' distance now
-  return realtime - offset;
+  if (!ctx_.options.flag(Option::kApiClock) || realtime <= rawOffsetNs_) return realtime;
+  return realtime - rawOffsetNs_;
 }
 
 int HostRecords::apiKind() const {

@@ -6,6 +6,8 @@
 //    registers, so callers write them only while subscribed.
 #pragma once
 
+#include "SimClock.h"
+
 #include <cstdint>
 
 #include "ActivityBuffers.h"
@@ -30,7 +32,8 @@ struct HostRecordContext {
 
 class HostRecords {
  public:
-  explicit HostRecords(const HostRecordContext& context) : ctx_(context) {}
+  explicit HostRecords(const HostRecordContext& context)
+      : ctx_(context), rawOffsetNs_(realtimeNs() - monotonicRawNs()) {}
   HostRecords(const HostRecords&) = delete;
   HostRecords& operator=(const HostRecords&) = delete;
 
@@ -39,7 +42,8 @@ class HostRecords {
   uint64_t apiNow() const;
   // A CLOCK_REALTIME instant on MSPTI's host clock, the clock of every host-side record (API
   // calls, copy and memset spans, MEMORY records, host markers: mspti.md 4, 5.7, 5.8): itself,
-  // or with api_clock=1 the same instant on CLOCK_MONOTONIC_RAW, as those builds report them all.
+  // or with api_clock=1 the same instant on CLOCK_MONOTONIC_RAW, as those builds report them all
+  // (the clocks' distance measured once, so that a record's start and end keep their order).
   uint64_t onHostClock(uint64_t realtime) const;
   // The kind an API record is written as: RUNTIME_API when on, else API when on, else
   // MSPTI_ACTIVITY_KIND_INVALID (no API record). RUNTIME level maps to RUNTIME_API in 26.x; the
@@ -57,6 +61,7 @@ class HostRecords {
 
  private:
   HostRecordContext ctx_;
+  const uint64_t rawOffsetNs_;  // CLOCK_REALTIME - CLOCK_MONOTONIC_RAW when the simulator started
 };
 
 }  // namespace torch_mspti::sim

@@ -32,6 +32,14 @@ bool TaskLauncher::deviceReports(int kind) const {
 }
 
 void TaskLauncher::reportTiming(DeviceRecord& record, const TaskSlot& slot) const {
+  // MSPTI writes copies and memsets from the interposed ACL call, on its host clock (mspti.md
+  // 5.7): no device clock applies to them, and with api_clock=1 they are on CLOCK_MONOTONIC_RAW
+  // like the API records.
+  const int kind = kindOf(record);
+  if (kind == MSPTI_ACTIVITY_KIND_MEMSET || kind == MSPTI_ACTIVITY_KIND_MEMCPY) {
+    setTiming(record, ctx_.hostRecords.onHostClock(slot.start), ctx_.hostRecords.onHostClock(slot.end));
+    return;
+  }
   uint64_t start = ctx_.deviceClock.report(slot.start);
   const uint64_t end = ctx_.deviceClock.report(slot.end);
   // A reported early start overlaps the previous task of a busy stream (option early_start_every).
@@ -39,13 +47,6 @@ void TaskLauncher::reportTiming(DeviceRecord& record, const TaskSlot& slot) cons
   if (every != 0 && slot.ordinal % every == 0) {
     const auto early = static_cast<uint64_t>(ctx_.options.get(Option::kEarlyStartNs));
     start = start > early ? start - early : 0;
-  }
-  // MSPTI writes memsets from the interposed ACL call, on its host clock like copies (mspti.md
-  // 5.7): with api_clock=1 their times are on CLOCK_MONOTONIC_RAW too.
-  if (kindOf(record) == MSPTI_ACTIVITY_KIND_MEMSET) {
-    start = ctx_.hostRecords.onHostClock(start);
-    setTiming(record, start, ctx_.hostRecords.onHostClock(end));
-    return;
   }
   setTiming(record, start, end);
 }

@@ -68,7 +68,8 @@ class RankTrace:
     rows: int  # joined rows with a Seq
     world_size: int | None = None  # distributedInfo.world_size
     backend: str | None = None  # distributedInfo.backend
-    comms: dict[str, frozenset[str]] = field(default_factory=dict)  # pg_name -> its rows' HCCL comm names
+    # "pg_name [ranks]" -> its rows' HCCL comm names
+    comms: dict[str, frozenset[str]] = field(default_factory=dict)
     host_name: str | None = None  # kineto's top-level host_name
     pids: frozenset[int] = frozenset()  # process ids of its host rows (cpu_op, user_annotation)
 
@@ -168,7 +169,10 @@ def read_rank(path: str) -> RankTrace:
             continue
         comm = a.get("comm name")
         if isinstance(comm, str) and comm:
-            comms[str(a.get("Process Group Name"))].add(comm)  # numbered or not, it names the run's communicator
+            # numbered or not, it names the run's communicator; a group is its name and its ranks
+            # (split_group-style subgroups share one name over disjoint ranks, each with its own)
+            group = f"{a.get('Process Group Name')} {a.get('Process Group Ranks', '')}".strip()
+            comms[group].add(comm)
         if type(a.get("Seq")) is not int:
             continue
         group = _group_key(a)

@@ -161,10 +161,12 @@ void* msptiSimStreamHandle(uint32_t device, uint32_t stream);
 //                          (mspti.md 5.6), so Enable-then-Subscribe yields ids, external and API
 //                          records but no kernel records (counted as dropped); 0: lenient (1)
 // Harsh modes (behaviour some MSPTI builds or setups have; every default keeps it off):
-//   "api_clock"            0: API record host times are CLOCK_REALTIME ns since the epoch; 1: raw
+//   "api_clock"            0: host-clock times are CLOCK_REALTIME ns since the epoch; 1: raw
 //                          CLOCK_MONOTONIC_RAW ns, as MSPTI builds without the host oscillator
-//                          frequency reported (mspti.md 4, fixes 990582b/7722b61). API records
-//                          only; device records and markers keep epoch ns (0)
+//                          frequency reported (mspti.md 4, fixes 990582b/7722b61), in every
+//                          record MSPTI takes from its host clock: API records, copy and memset
+//                          rows, MEMORY records, host markers; kernel, collective and device
+//                          marker times keep epoch ns (0)
 //   "device_clock_offset_ns"  int64 ns, may be negative (|v| <= 1 h), and
 //   "device_clock_drift_ppm"  int64 ppm (|v| <= 100000): start/end of KERNEL, COMMUNICATION, MEMCPY
 //                          and MEMSET records are reported as

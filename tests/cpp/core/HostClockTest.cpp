@@ -53,7 +53,7 @@ TEST(HostClock, RecordsOnNeitherClockAreUntrusted) {
   EXPECT_EQ(c.kind(), HostClock::Kind::kUntrusted);
   EXPECT_FALSE(c.trusted());
   EXPECT_STREQ(c.name(), "untrusted");
-  const HostClock none = HostClock::decide({}, kStart, kStop);
+  const HostClock none = HostClock::decide(ApiRecords{}, kStart, kStop);
   EXPECT_EQ(none.kind(), HostClock::Kind::kNoRecords);
   EXPECT_FALSE(none.trusted());
   EXPECT_STREQ(none.name(), "no_records");

@@ -202,5 +202,26 @@ TEST(MarkerTable, MarkersAreWindowedAndOnTheSessionsClock) {
   EXPECT_EQ(c2.outOfWindow, 0u);
 }
 
+// The stale rule by kind (Admission.h): a kernel whose id lies below the session's first launch
+// and that the session never saw launched is an earlier session's; a MEMORY record is written as its
+// call returns (never late), and its call may be one no record names: stale only at or below the
+// watermark.
+TEST(Admission, MemoryRecordsAreStaleOnlyAtOrBelowTheWatermark) {
+  CorrelationLedger ledger(10);
+  ExternalCorrelationRecord e;
+  e.externalKind = MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  e.externalId = 7;
+  e.correlationId = 100;
+  ledger.noteExternal(e);
+  SessionCounters c;
+  Admission admission(HostClock::realtime(), {0, INT64_MAX, INT64_MAX}, ledger, c);
+  EXPECT_TRUE(admission.stale(MSPTI_ACTIVITY_KIND_KERNEL, 50));
+  EXPECT_FALSE(admission.stale(MSPTI_ACTIVITY_KIND_MEMORY, 50));
+  EXPECT_TRUE(admission.stale(MSPTI_ACTIVITY_KIND_MEMORY, 5));
+  EXPECT_FALSE(admission.stale(MSPTI_ACTIVITY_KIND_MARKER, 5));
+  EXPECT_EQ(c.droppedByKind[kDropEarlierSession][MSPTI_ACTIVITY_KIND_MEMORY], 1u);
+  EXPECT_EQ(c.staleRecords, 2u);
+}
+
 }  // namespace
 }  // namespace torch_mspti::test

@@ -361,5 +361,69 @@ TEST(RecordStore, OverCapIsCountedPerKind) {
   EXPECT_GE(byKind[MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION], 1u);
 }
 
+// A row refused before its call, and the call then coming in a small batch after room freed up:
+// the whole-batch fast path must not keep the call (its wait would hold the drain for a row that
+// was thrown away).
+TEST(RecordStore, ACallOfARefusedRowStaysRefusedWhenRoomFreesUp) {
+  auto owned = kernelSession(6);
+  RecordStore& store = *owned;
+  RecordBuilder hints;
+  hints.external(layout::kCustom0, 105, 5).external(layout::kCustom0, 106, 6).api(10, 15, 1, 2, 1, "LaunchKernelV2");
+  appendRecords(store, hints);  // two hints and a call, each with its answer's room: the cap is full
+  RecordBuilder ahead;
+  ahead.kernel(100, 110, 0, 1, 3, "k3");  // a row before its call, no room for both: refused
+  appendRecords(store, ahead);
+  RecordBuilder calls;
+  calls.api(20, 25, 1, 2, 5, "LaunchKernelV2").api(30, 35, 1, 2, 6, "LaunchKernelV2");
+  appendRecords(store, calls);  // no room: launches 5 and 6 refused
+  RecordBuilder rows;
+  rows.kernel(120, 130, 0, 1, 1, "k1").kernel(140, 150, 0, 1, 5, "k5").kernel(160, 170, 0, 1, 6, "k6");
+  appendRecords(store, rows);  // k1 kept, k5 and k6 refused: their waits end and room frees up
+  RecordBuilder late;
+  late.api(90, 95, 1, 2, 3, "LaunchKernelV2");  // the refused row's call, alone in a small batch
+  appendRecords(store, late);
+  store.seal();
+  EXPECT_EQ(store.pendingLaunches(kKernelBit | kUnclassifiedBit), 0u);  // nothing holds the drain
+  for (const auto& a : store.apis()) EXPECT_NE(a.correlationId, 3u);
+  expectEveryKeptRowWithItsCall(store);
+  EXPECT_LE(keptRecords(store), 6u);
+}
+
+// A session that waits for MEMORY only (KERNEL not collected): hints of allocations wait in a class
+// it does not wait for, so they hold no room, and their MEMORY records must then take room like any
+// other record: never more than the cap.
+TEST(RecordStore, AnswersOfWaitsNotWaitedForStillNeedRoom) {
+  constexpr uint32_t kMemoryBit = 1u << static_cast<int>(LaunchClass::kMemory);
+  auto store = std::make_unique<RecordStore>(0, 50);
+  store->waitFor(kMemoryBit, /*launchCalls=*/true);
+  RecordBuilder b;
+  for (uint64_t id = 1; id <= 100; ++id) b.external(layout::kCustom0, 1000 + id, id);
+  for (uint64_t id = 1; id <= 100; ++id)
+    b.memory(MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x1000 * id, 64, 10 * id, 10 * id + 5, id, 0);
+  appendRecords(*store, b);
+  store->seal();
+  EXPECT_LE(keptRecords(*store), 50u);
+}
+
+// MEMORY records whose allocation call the library does not report (its API records name only
+// launches): once API records have shown which calls come, the MEMORY records hold no room for a
+// call that never comes, so a cap that holds every record keeps them all.
+TEST(RecordStore, AnswersWhoseCallsTheLibraryDoesNotReportHoldNoRoom) {
+  constexpr uint32_t kMemoryBit = 1u << static_cast<int>(LaunchClass::kMemory);
+  auto owned = kernelSession(2 + 40, kMemoryBit);
+  RecordStore& store = *owned;
+  RecordBuilder launch;
+  launch.api(10, 15, 1, 2, 1, "LaunchKernelV2").kernel(20, 30, 0, 1, 1, "k");
+  appendRecords(store, launch);
+  for (uint64_t id = 2; id <= 41; ++id) {
+    RecordBuilder m;
+    m.memory(MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x1000 * id, 64, 10 * id, 10 * id + 5, id, 0);
+    appendRecords(store, m);
+  }
+  store.seal();
+  EXPECT_EQ(store.overCap(), 0u);
+  EXPECT_EQ(store.memory().size(), 40u);
+}
+
 }  // namespace
 }  // namespace torch_mspti::test
