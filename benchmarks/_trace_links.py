@@ -143,6 +143,20 @@ def _inside(ts: float, start: float, dur: float) -> bool:
     return start - TOL_US <= ts <= start + dur + TOL_US
 
 
+# Older kineto (torch 2.7's) keeps 27 bits of a flow id: torch-mspti then gives a launch the arrow id
+# 1 + correlation mod (2^27 - 1) (README, notes per torch minor); newer kineto, the correlation.
+_FOLD = (1 << 27) - 1
+
+
+def _flow_id(corr: Any, finishes: dict[Any, tuple]) -> Any:
+    """The arrow id of the launch with ``corr``: the correlation itself, or its 27-bit fold when
+    only that ends on a row (plugin correlations are >= 2^30, folds < 2^27: they never collide)."""
+    if corr in finishes or not isinstance(corr, int):
+        return corr
+    folded = 1 + corr % _FOLD
+    return folded if folded in finishes else corr
+
+
 def kernel_links(events: Any) -> dict[str, Any]:
     """Applies the rule (module docstring) to an iterable of events; returns the counts:
     ``events``, ``kernels``, ``cpu_ops`` (by name), ``link_states`` (kernels by ``args.link``),
@@ -202,8 +216,9 @@ def kernel_links(events: Any) -> dict[str, Any]:
     for corr, (ext, pid, tid, ts, dur, link) in kernels.items():
         link_states[str(link)] += 1
         why = None
-        f = finishes.get(corr)
-        s = starts.get(corr)
+        fid = _flow_id(corr, finishes)
+        f = finishes.get(fid)
+        s = starts.get(fid)
         launch = launches.get(corr)
         if link != "verified":
             why = "kernel_link_not_verified"

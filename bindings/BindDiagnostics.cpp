@@ -315,6 +315,10 @@ void bindDiagnostics(nb::module_& m) {
       "kineto), flow_id_bits (27 or 32: the width of kineto's flow ids) and counter_events (kineto\n"
       "writes counter tracks, so the NPU memory counter is in the trace). Constant data.");
   m.def(
+      "unnamed_backend_reason", [] { return std::string(kUnnamedBackendReason); },
+      "Why a profile that asks for ProfilerActivity.PrivateUse1 gets no NPU lane while torch's\n"
+      "PrivateUse1 backend is unnamed, and the fix (a constant sentence).");
+  m.def(
       "link_states",
       [] {
         nb::list states;

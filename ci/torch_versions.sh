@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The build and the core tier on the other torch minors CI checks (the full tier runs on 2.13 in
+# The build and the full test tier on the other torch minors CI checks (2.13's runs in
 # build_and_test): for each torch below, a venv of its own with PyPI's wheel (x86_64 wheels other
 # than 2.13.0+cpu are CUDA builds: their nvidia packages come along and everything runs on the
 # CPU), the README's install + main command (`pip install --no-build-isolation .` then
-# `torch-mspti demo`), and the core tests: the support-table row (test_torch_compat, which also
-# loads the paired torch_npu release's real libtorch_npu.so), trace, links, drain, MSPTI
-# generations, and the tests behind the support table's collectives and copies cells.
+# `torch-mspti demo`), and the README's test command (taken from the README as build_and_test.sh
+# takes it) with its torch pin set to that torch, as the README's support section says to, with
+# that venv's python first on PATH. On CI the real-MSPTI tier
+# must run there too (TORCH_MSPTI_REQUIRE_REALMSPTI=1), as in build_and_test.
 #
 # Time: each torch is a download of several GB (2.7.1) or a copy from this machine's disk (2.14.1).
 # `--prefetch` only downloads the wheels into build/torch_versions/wheels, holding
@@ -29,17 +30,13 @@ if [ ${#VERSIONS[@]} -eq 0 ]; then VERSIONS=(2.14.1 2.7.1); fi
 BUILD_DEPS=("scikit-build-core>=1.0" "nanobind>=2.4" "ninja>=1.10")
 WHEELS=build/torch_versions/wheels
 LOCK=build/torch_versions/prefetch.lock
-CORE_TESTS=(
-  tests/test_torch_compat.py tests/test_plugin_trace.py tests/test_links_sim_device.py tests/test_plugin_drain.py
-  tests/test_versions.py
-  # the collectives cell: one 2-rank torchrun run, its rows on the communication stream, linked
-  "tests/test_sim_hccl.py::test_collectives_on_npu_equal_gloo_on_cpu[torchrun_direct]"
-  "tests/test_sim_hccl.py::test_collectives_are_rows_on_the_devices_communication_stream[torchrun_direct]"
-  "tests/test_sim_hccl.py::test_communication_rows_are_linked_to_the_ops_that_launched_them"
-  # the copies cell: one preloaded copy-heavy step, each copy a row on its lane, linked to its op
-  "tests/test_copy_rows.py::test_every_copy_is_one_row_on_its_stream_lane_with_bytes_kind_and_bandwidth[direct]"
-  "tests/test_copy_rows.py::test_copies_are_linked_to_the_op_instance_that_issued_them[direct]"
-)
+# The README's test command: the first line of the code block after `<!-- ci:test-command ... -->`.
+TEST_COMMAND=$(awk '/<!-- ci:test-command/ {found=1; next} found && /^```/ {if (inblock) exit; inblock=1; next} found && inblock {print; exit}' README.md)
+if [ -z "$TEST_COMMAND" ]; then
+  echo "ERROR: no test command found after '<!-- ci:test-command' in README.md" >&2
+  exit 2
+fi
+if [ "${CI:-}" = "true" ]; then export TORCH_MSPTI_REQUIRE_REALMSPTI=1; fi
 ROOT=$(pwd)
 export TORCH_DEVICE_BACKEND_AUTOLOAD=0  # no torch.backends plugin inside the installs' probes
 mkdir -p build/torch_versions "$WHEELS"
@@ -105,10 +102,26 @@ for i in "${!VERSIONS[@]}"; do
   t2=$(date +%s)
   (cd "$venv" && unset TORCH_DEVICE_BACKEND_AUTOLOAD && "$ROOT/$venv/bin/torch-mspti" demo --out trace.json)
   t3=$(date +%s)
-  (cd "$venv" && unset TORCH_DEVICE_BACKEND_AUTOLOAD && "$py" -m pytest -n 2 -q -p no:cacheprovider \
-    "${CORE_TESTS[@]/#/$ROOT/}")
+  # The README's test command as a user of this torch runs it ("the same line with that torch"):
+  # its torch pin set to this version, the venv's python first on PATH, from the checkout. The
+  # build tree is this torch's (SKBUILD_BUILD_DIR, scikit-build-core's build-dir setting), so the
+  # command rebuilds incrementally and never reuses the 2.13 tree of build_and_test.
+  command=${TEST_COMMAND//torch==2.13.0/torch==${version}}
+  if [ "$command" = "$TEST_COMMAND" ]; then
+    echo "ERROR: the README's test command no longer pins torch==2.13.0; update ci/torch_versions.sh" >&2
+    exit 2
+  fi
+  echo "+ ${command}"
+  rc=0
+  (unset TORCH_DEVICE_BACKEND_AUTOLOAD && PATH="$ROOT/$venv/bin:$PATH" VIRTUAL_ENV="$ROOT/$venv" \
+    SKBUILD_BUILD_DIR="$ROOT/build/torch-${version}" bash -o pipefail -c "$command") || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    [ "$rc" -eq 5 ] && echo "ERROR: pytest collected no tests (exit 5); CI treats that as a failure." >&2
+    echo "ERROR: the README's test command failed on torch ${version} (exit ${rc})" >&2
+    exit "$rc"
+  fi
   t4=$(date +%s)
-  line=$(printf 'torch %-8s install %4ss (%4ss waited for)  build %4ss  demo %4ss  core tests %4ss' \
+  line=$(printf 'torch %-8s install %4ss (%4ss waited for)  build %4ss  demo %4ss  tests %4ss' \
     "$version" "$(cat "build/torch_versions/install-${version}")" $((t1 - t0)) $((t2 - t1)) $((t3 - t2)) $((t4 - t3)))
   echo "$line" | tee -a "$REPORT"
   # The venv (several GB of CUDA libraries) is not needed once its tier passed.

@@ -220,11 +220,18 @@ def standin_peer(variant: str = "kineto") -> Peer:
         _run(configure, "configuring the stand-in", env=env)
         _run(["cmake", "--build", str(tmp / "build"), "-j", "2"], "building the stand-in", env=env)
         for v in _STANDIN_VARIANTS:
-            shutil.copytree(tmp / "build" / v, tmp / v)
+            if (tmp / "build" / v).is_dir():  # the registry variants need a torch with the registry
+                shutil.copytree(tmp / "build" / v, tmp / v)
         shutil.rmtree(tmp / "build")
 
     kind, rel = _STANDIN_VARIANTS[variant]
     lib = cached(f"standin-{key}", build) / variant / rel
+    if not lib.is_file() and variant != "kineto":
+        raise PeerUnavailable(
+            f"torch {_torch_version()} has no PrivateUse1 profiler registry "
+            "(torch/csrc/profiler/standalone/privateuse1_profiler.h, newer than torch 2.7): no profiler can "
+            "register through it there, so there is none to coexist with"
+        )
     return Peer(kind, lib, read_version(lib))
 
 
@@ -239,7 +246,20 @@ def real_peer(version: str = WHEEL_VERSION) -> Peer:
     """libtorch_npu.so of the torch-npu ``version`` wheel from PyPI plus its CANN stubs.
 
     Raises PeerUnavailable when the wheel cannot be downloaded (no network, no such wheel for this
-    machine). The wheel is unpacked (only the libraries and version.py are kept) into the cache."""
+    machine). The wheel is unpacked (only the libraries and version.py are kept) into the cache.
+    Also raises it when the running torch is not the minor the wheel is built for: torch_npu pins
+    one exact torch, and its library loaded into another minor aborts (std::bad_alloc under torch
+    2.7.1), so the stand-in alone plays torch_npu's backend there (torch 2.7's torch_npu release has
+    no MSPTI backend at all: docs/torch_npu.md 7.2.6)."""
+    torch_minor = ".".join(_torch_version().split("+")[0].split(".")[:2])
+    wheel_minor = ".".join(version.split(".")[:2])
+    if torch_minor != wheel_minor:
+        raise PeerUnavailable(
+            f"torch-npu {version} is built for torch {wheel_minor} and cannot be loaded into torch "
+            f"{_torch_version()} (torch_npu pins one exact torch, and the library aborts in another); the "
+            "stand-in plays torch_npu's MSPTI backend here (torch 2.7's release, 2.7.1.post11, has no such "
+            "backend: docs/torch_npu.md 7.2.6)"
+        )
     machine = platform.machine()
 
     def fetch(tmp: Path) -> None:

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from simrun import TS_TOL_US, cpu_ops, end, events, flow_events, launches
+from simrun import TS_TOL_US, cpu_ops, end, events, flow_events, flow_id, launches
 
 from torch_mspti_cli.check import check_trace
 
@@ -132,7 +132,7 @@ def audit(trace, op_names: set[str] | None = None) -> Audit:
             result.problems.append(f"{k['name']}: launch External id {launch['args'].get('External id')} != {ext}")
         if (launch["pid"], launch["tid"]) != (owner["pid"], owner["tid"]) or not _inside(launch, owner):
             result.problems.append(f"{k['name']}: launch {launch} not nested in its op {owner}")
-        cid = args.get("correlation")
+        cid = flow_id(args.get("correlation"))  # the arrow's id: the correlation, folded on older kineto
         if (cid, launch["pid"], launch["tid"], launch["ts"]) not in flow_starts:
             result.problems.append(f"{k['name']}: no ac2g arrow starts at its launch")
         if (cid, k["pid"], k["tid"], k["ts"]) not in flow_ends:

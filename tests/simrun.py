@@ -164,7 +164,7 @@ def launch_bare(*kernels):
     _do_launch([_norm(k) for k in kernels], False)
 
 x = torch.ones(4)
-_ACTS = {"CPU": ProfilerActivity.CPU, "PrivateUse1": ProfilerActivity.PrivateUse1}
+_ACTS = {"CPU": ProfilerActivity.CPU, "PrivateUse1": ProfilerActivity.PrivateUse1, "CUDA": ProfilerActivity.CUDA}
 def activities_for(i):
     acts = P["activities"]
     if acts and isinstance(acts[0], list):  # one list per profile
@@ -363,7 +363,7 @@ def run(
     ("8.0.RC3", "8.1", "8.2", "26.0", "26.1"; None = the default ``libmspti_sim.so``, see
     ``torch_mspti.simulator_library``). ``experimental_config``: keyword arguments of
     ``torch._C._profiler._ExperimentalConfig`` (e.g. ``profile_all_threads=True``). ``record_shapes``:
-    ``profile(record_shapes=True)`` (ops then carry their scalar arguments in "Concrete Inputs"). ``activities``: names ("CPU", "PrivateUse1") for every profile, or one
+    ``profile(record_shapes=True)`` (ops then carry their scalar arguments in "Concrete Inputs"). ``activities``: names ("CPU", "PrivateUse1", "CUDA") for every profile, or one
     such list per profile. ``check``: raise when the child fails or the workload raises.
     ``preload``: start the child with the simulator library in ``LD_PRELOAD`` (the libraries before
     26.0 know a device, and so deliver kernels, only then; copies need it on every generation).

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from sim_support import run_once
+from simrun import flow_id
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "benchmarks" / "end_to_end.py"
@@ -66,7 +67,7 @@ def _load(path: str | Path) -> list[dict]:
 
 def _links(events: list[dict]) -> tuple[int, int, list[str]]:
     """(kernel events, kernels linked to their op, the first problems): a kernel is linked when its
-    link is verified, an ac2g "f" with its correlation id binds to it ("bp": "e", same lane, at its
+    link is verified, an ac2g "f" with its arrow id (simrun.flow_id of its correlation) binds to it ("bp": "e", same lane, at its
     start), the "s" with that id sits on the launch with the same correlation, and the launch (same
     External id as the kernel) lies inside the cpu_op with that External id, on the op's thread."""
     kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
@@ -92,9 +93,10 @@ def _links(events: list[dict]) -> tuple[int, int, list[str]]:
     tol = 0.01
     for k in kernels:
         corr, ext = k["args"].get("correlation"), k["args"].get("External id")
-        f, s, launch = flows.get(("f", corr)), flows.get(("s", corr)), launches.get(corr)
+        fid = flow_id(corr) if isinstance(corr, int) else corr  # the arrow's id (folded on older kineto)
+        f, s, launch = flows.get(("f", fid)), flows.get(("s", fid)), launches.get(corr)
         op = ops.get(ext)
-        unique = not shared & {("kernel", corr), ("launch", corr), ("s", corr), ("f", corr), ("op", ext)}
+        unique = not shared & {("kernel", corr), ("launch", corr), ("s", fid), ("f", fid), ("op", ext)}
         ok = (
             unique
             and k["args"].get("link") == "verified"
@@ -217,7 +219,7 @@ def _mutations(events: list[dict]) -> dict[str, list[dict]]:
     kernel_at = next(i for i, e in enumerate(events) if e.get("cat") == "kernel")
     corr = events[kernel_at]["args"]["correlation"]
     no_kernel = events[:kernel_at] + events[kernel_at + 1 :]
-    no_arrow_end = [e for e in events if not (e.get("ph") == "f" and e.get("id") == corr)]
+    no_arrow_end = [e for e in events if not (e.get("ph") == "f" and e.get("id") == flow_id(corr))]
     recovered = copy.deepcopy(events)
     recovered[kernel_at]["args"]["link"] = "recovered"
     launch_moved = copy.deepcopy(events)

@@ -22,17 +22,24 @@ import sys
 import npu_peer
 import pytest
 import simrun
-from coexistence_checks import KERNEL_OP, assert_names_torch_npu, assert_ours_serves, run
+from coexistence_checks import KERNEL_OP, assert_names_torch_npu, assert_ours_serves, is_peer_kernel, run
+
+
+def _registry_peer(variant: str) -> npu_peer.Peer:
+    try:
+        return npu_peer.standin_peer(variant)
+    except npu_peer.PeerUnavailable as exc:  # torch 2.7: no registry, so nothing registers through it
+        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")
 def registry_torch_npu() -> npu_peer.Peer:
-    return npu_peer.standin_peer("registry")
+    return _registry_peer("registry")
 
 
 @pytest.fixture(scope="module")
 def vendor() -> npu_peer.Peer:
-    return npu_peer.standin_peer("vendor")
+    return _registry_peer("vendor")
 
 
 @pytest.mark.parametrize("order", ["peer_first", "ours_first"])
@@ -46,7 +53,7 @@ def test_torch_npu_backend_in_the_registry_does_not_take_the_npu_lane(registry_t
 def _peer_served(r: simrun.SimResult) -> None:
     kernels = simrun.kernels(r.trace)
     assert sorted(k["name"] for k in kernels) == sorted(KERNEL_OP), kernels
-    assert all("streamId" in k.get("args", {}) for k in kernels), "kernels are not the peer's"
+    assert all(is_peer_kernel(k) for k in kernels), "kernels are not the peer's"
     assert r.trace.get("torch_mspti") is None, "torch-mspti collected"
     assert r.diagnostics["plugin"]["last_trace_used_ours"] is False, r.diagnostics["plugin"]
 

@@ -212,6 +212,17 @@ def test_several_bad_variables_give_one_warning_at_import_and_plain_doctor_shows
     assert shown[0].endswith(BUFFER_RANGE) and "TORCH_MSPTI_PROFILER='bogus'" in shown[1], shown
 
 
+def test_a_name_cut_short_is_pointed_at_the_setting_it_begins():
+    # MEMCPY is spelled closer to ENABLE_MEMORY than to ENABLE_MEMCPY_MEMSET, the switch it is short for.
+    code = "import json, torch_mspti as m; print(json.dumps(m.config.environment_errors()))"
+    r = _run(code, TORCH_MSPTI_ENABLE_MEMCPY="0")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [
+        "TORCH_MSPTI_ENABLE_MEMCPY is not a torch-mspti variable and is ignored "
+        "(did you mean TORCH_MSPTI_ENABLE_MEMCPY_MEMSET?)"
+    ]
+
+
 def test_an_unknown_variable_is_reported_with_the_closest_setting():
     code = (
         "import json, torch_mspti as m; d = m.diagnostics(load_library=False).to_dict();"

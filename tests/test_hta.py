@@ -244,6 +244,34 @@ def test_kernel_launch_stats(adapted, memory):
         assert sorted(zip(df["cpu_duration"], df["gpu_duration"], df["launch_delay"], strict=True)) == expected
 
 
+def test_a_row_inside_one_microsecond_breaks_no_breakdown(tmp_path):
+    # With fractional microseconds HTA rounds starts up and ends down: a 0.5 us copy inside one
+    # microsecond came out at -1 us, and the temporal breakdown failed its own assertion.
+    require_hta()
+    import json
+
+    from hta.trace_analysis import TraceAnalysis
+
+    from torch_mspti.hta import trace_analysis
+
+    paths = syn.write_traces(tmp_path, OVERLAPS, STEPS)
+    shortened = 0
+    for path in paths:
+        trace = json.loads(path.read_text())
+        for e in trace["traceEvents"]:
+            if e.get("cat") in ("gpu_memcpy", "gpu_memset"):  # each becomes 0.5 us inside one microsecond
+                e["ts"], e["dur"] = e["ts"] + 0.2, 0.5
+                shortened += 1
+        path.write_text(json.dumps(trace))
+    with pytest.raises(AssertionError):
+        TraceAnalysis(trace_dir=str(tmp_path)).get_temporal_breakdown(visualize=False)
+    adapted = trace_analysis(tmp_path)
+    assert adapted.npu.sub_microsecond_rows == shortened * ANALYSED // STEPS > 0  # HTA drops the last step
+    got = adapted.get_temporal_breakdown(visualize=False).set_index("rank")
+    assert len(got) == len(OVERLAPS)
+    assert (got["idle_time(us)"] >= 0).all() and (got["non_compute_time(us)"] >= 0).all(), got
+
+
 def test_the_communication_hook_is_scoped(adapted):
     import hta.utils.utils as hta_utils
 

@@ -149,6 +149,41 @@ def test_a_device_profile_with_no_privateuse1_backend_named_gives_one_warning_an
     assert "PrivateUse1 backend is not named" in run.diagnostics_repr, run.diagnostics_repr
 
 
+def test_a_cpu_only_profile_with_no_backend_named_hears_nothing_from_us(tmp_path):
+    # A profile that did not ask for PrivateUse1 lost nothing: no warning of ours.
+    run = simrun.run(WORKLOAD, tmp_path, rename=False, activities=("CPU",))
+    assert [p["session"] for p in run.profiles] == [None]
+    ours = [w for w in run.warnings + run.stderr.splitlines() if "torch-mspti" in w]
+    assert not ours, ours
+    assert run.diagnostics["last_session"] is None
+
+
+def test_cuda_beside_privateuse1_is_named_as_why_the_npu_lane_is_empty(tmp_path):
+    # torch.profiler takes CUDA before PrivateUse1 and, with no CUDA, profiles no device: the user is
+    # told once, the trace says why, and check/doctor read it there instead of asking whether
+    # PrivateUse1 was among the activities (it was).
+    run = simrun.run(WORKLOAD, tmp_path, activities=("CPU", "CUDA", "PrivateUse1"), profiles=2)
+    assert [p["session"] for p in run.profiles] == [None, None]
+    told = [w for w in run.warnings + run.stderr.splitlines() if "took ProfilerActivity.CUDA" in w]
+    assert len(told) == 1, run.warnings + run.stderr.splitlines()[-20:]
+    assert "Remove ProfilerActivity.CUDA" in told[0], told[0]
+    reason = run.diagnostics["plugin"]["no_device_session_reason"] or ""
+    assert "took ProfilerActivity.CUDA" in reason, run.diagnostics["plugin"]
+    assert "took ProfilerActivity.CUDA" in run.trace.get("torch_mspti_no_npu_lane", ""), sorted(run.trace)
+    report = check_trace(run.trace)
+    messages = [p.message for p in report.problems if p.rule == "no-device-activity"]
+    assert len(messages) == 1 and "took ProfilerActivity.CUDA" in messages[0], report.to_dict()
+    assert "was ProfilerActivity.PrivateUse1 among the activities" not in messages[0]
+    doctor = subprocess.run(
+        [sys.executable, "-m", "torch_mspti_cli", "doctor", str(run.trace_paths[-1]), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    verdict = json.loads(doctor.stdout)["verdict"]
+    assert doctor.returncode == 1 and "Remove ProfilerActivity.CUDA" in verdict, doctor.stdout[-2000:]
+
+
 def test_a_named_backend_gives_no_unnamed_backend_reason(tmp_path):
     run = simrun.run(WORKLOAD, tmp_path)
     assert run.profiles[0]["session"] is not None

@@ -79,9 +79,24 @@ def test_kernels_carry_type_stream_device_and_correlation_matching_their_lane(ru
         src = launched[k["name"]]
         assert args["type"] == src["type"], k
         assert args["stream"] == src["stream"] == k["tid"], k
+        assert args["streamId"] == args["stream"], k  # torch_npu's backend's name, which its tools read
         assert args["device"] == src["device"] == k["pid"], k
         assert isinstance(args["correlation"], int) and args["correlation"] > 0, k
         assert k["dur"] == pytest.approx(src["dur_ns"] / 1000, abs=TS_TOL_US), k
+
+
+def test_no_span_or_row_of_ours_starts_or_ends_past_the_record_window_end(trace):
+    # What PyTorch's test_basic_chrome_trace asks of every trace span (it exempts only XPU's by
+    # name): kineto takes its window end before it stops our session, whose stop comes later.
+    events = trace["traceEvents"]
+    window_end = [e["ts"] for e in events if e.get("name") == "Record Window End"]
+    assert len(window_end) == 1, window_end
+    spans = [e for e in events if e.get("cat") == "Trace" and e.get("name", "").startswith("torch_mspti")]
+    assert len(spans) == 1, [e for e in events if e.get("cat") == "Trace"]
+    span = spans[0]
+    assert span["ts"] + span["dur"] <= window_end[0], (span, window_end)
+    late = [e for e in events if "dur" in e and e["ts"] > window_end[0]]
+    assert not late, late[:3]
 
 
 def test_npu_lane_is_named_and_sorts_below_every_cpu_lane(trace):

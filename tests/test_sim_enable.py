@@ -118,6 +118,14 @@ def test_enable_refuses_a_library_that_is_not_a_simulator(tmp_path):
     assert r["backend"] == "privateuseone" and r["library_path"] == str(other)
 
 
+def test_enable_says_a_missing_library_is_missing(tmp_path):
+    missing = tmp_path / "nowhere" / "libmspti.so"
+    r = _child(_TRY_ENABLE, TORCH_MSPTI_LIBRARY=str(missing))
+    assert f"{missing}" in r["error"] and "does not exist" in r["error"], r["error"]
+    assert "not one of torch-mspti's simulated MSPTI libraries" not in r["error"], r["error"]
+    assert "TORCH_MSPTI_LIBRARY" in r["error"] and "simulator_library(" in r["error"], r["error"]
+
+
 BAD_ARGUMENTS = [
     ({"duration_scale": -1}, ValueError, "duration_scale"),
     ({"duration_scale": float("inf")}, ValueError, "duration_scale"),

@@ -373,3 +373,4 @@ def test_device_properties(plain_queued):
     assert v["fields"] == [64 << 30, 20, 40, 192 << 20]
     assert "cube_core_num=20" in v["repr"]
     assert v["error"] and "invalid device index 2" in v["error"]
+    assert "torch_mspti.sim.enable(device_count=N)" in v["error"], v["error"]  # the fix, not only the fault

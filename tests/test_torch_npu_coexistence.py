@@ -30,7 +30,15 @@ import coexistence_checks
 import npu_peer
 import pytest
 import simrun
-from coexistence_checks import KERNEL_OP, assert_names_torch_npu, assert_ours_serves, call_shape, explain, run
+from coexistence_checks import (
+    KERNEL_OP,
+    assert_names_torch_npu,
+    assert_ours_serves,
+    call_shape,
+    explain,
+    is_peer_kernel,
+    run,
+)
 
 
 @pytest.fixture(scope="session", params=["standin", "real"])
@@ -58,7 +66,7 @@ def test_off_lets_the_peer_serve(peer, order, tmp_path):
     trace = r.trace
     kernels = simrun.kernels(trace)
     assert sorted(k["name"] for k in kernels) == sorted(KERNEL_OP), explain(r)
-    assert all("streamId" in k.get("args", {}) for k in kernels), "kernels are not the peer's" + explain(r)
+    assert all(is_peer_kernel(k) for k in kernels), "kernels are not the peer's" + explain(r)
     assert trace.get("torch_mspti") is None, "torch-mspti collected although TORCH_MSPTI_PROFILER=off"
     plugin = r.diagnostics["plugin"]
     assert plugin.get("last_trace_used_ours") is False, plugin
@@ -118,7 +126,7 @@ def test_real_torch_npu_on_ascend(order, mode):
         return
     assert trace["torch_mspti"]["state"] == "processed" and not trace["torch_mspti"]["errors"], trace["torch_mspti"]
     assert out["plugin"]["last_trace_used_ours"] is True
-    assert all("streamId" not in k.get("args", {}) for k in kernels), "kernels of torch_npu's backend in the trace"
+    assert not any(is_peer_kernel(k) for k in kernels), "kernels of torch_npu's backend in the trace"
     keys = [(k["pid"], k["tid"], k["ts"], k["name"]) for k in kernels]
     assert len(keys) == len(set(keys)), "a kernel appears twice"
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in simrun.metadata(trace, "thread_name")}
@@ -162,7 +170,7 @@ def test_when_our_library_is_refused_the_user_is_told_the_peer_serves(peer, orde
     )
     kernels = simrun.kernels(r.trace)
     assert sorted(k["name"] for k in kernels) == sorted(KERNEL_OP), explain(r)
-    assert all("streamId" in k.get("args", {}) for k in kernels), "the kernels are not the peer's" + explain(r)
+    assert all(is_peer_kernel(k) for k in kernels), "the kernels are not the peer's" + explain(r)
     warned = r.doctor_warnings()
     assert len(warned) == 1, warned
     assert "will be empty" not in warned[0] and "torch_npu" in warned[0] and peer.version in warned[0], warned[0]

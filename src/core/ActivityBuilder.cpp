@@ -20,13 +20,15 @@ using libkineto::GenericTraceActivity;
 // Args every device row has; each kind's own keys are with its handler (KindHandlers.cpp).
 constexpr std::string_view kDevice = "device";
 constexpr std::string_view kStream = "stream";
+// The stream again under torch_npu's name: its MSPTI backend writes it, and its tests and tools read it.
+constexpr std::string_view kStreamId = "streamId";
 constexpr std::string_view kCorrelation = "correlation";
 constexpr std::string_view kLink = "link";
 
-// Room for a launch event's args (correlation, link) and a kernel row's (device, stream,
+// Room for a launch event's args (correlation, link) and a kernel row's (device, stream, streamId,
 // correlation, link, type); collectives and copies have more and grow once more.
 constexpr size_t kLaunchArgsBytes = 48;
-constexpr size_t kRowArgsBytes = 104;
+constexpr size_t kRowArgsBytes = 120;
 
 // What kineto's Chrome writer adds on each side of a GPU_USER_ANNOTATION, ns.
 constexpr int64_t kAnnotationWideningNs = 1;
@@ -134,6 +136,7 @@ void buildActivities(const BuildContext& in, libkineto::CpuTraceBuffer& buffer, 
       if (d.op) act.linked = d.op->activity;
       act.arg(kDevice, row.device);
       act.arg(kStream, stream);
+      act.arg(kStreamId, stream);
       act.arg(kCorrelation, launchId);
       act.quotedArg(kLink, linkName);
       MetadataFacts facts(act);

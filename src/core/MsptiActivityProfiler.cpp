@@ -2,8 +2,6 @@
 
 #include <chrono>
 
-#include <c10/util/Exception.h>
-
 #include "Registration.h"
 
 namespace torch_mspti {
@@ -33,15 +31,12 @@ std::unique_ptr<libkineto::IActivityProfilerSession> MsptiActivityProfiler::conf
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
     // With the PrivateUse1 backend unnamed, torch drops ProfilerActivity.PrivateUse1 before kineto
-    // sees it (kineto.md 1.1): every trace then looks CPU-only here. Say so once per process,
-    // conditionally (a CPU-only profile looks the same), and keep the reason for diagnostics().
+    // sees it (kineto.md 1.1): every trace then looks CPU-only here, so the reason is only kept for
+    // diagnostics(). The user is warned in Python, where the activities asked for are known and a
+    // CPU-only profile can be told apart (torch_mspti/_profile_request.py).
     const bool unnamed = privateUse1BackendName() == "privateuseone";
     s.lastTraceUnnamedBackend.store(unnamed);
-    if (unnamed && s.unnamedBackendTraces.fetch_add(1) == 0) {
-      try {
-        TORCH_WARN(kUnnamedBackendReason);
-      } catch (...) {}
-    }
+    if (unnamed) s.unnamedBackendTraces.fetch_add(1);
     if (!wantsDevice(types)) return nullptr;  // CPU-only trace: no MSPTI call, no device event
     s.deviceSessions.fetch_add(1);
     return std::make_unique<MsptiActivityProfilerSession>(context_.sessionDeps(), types);

@@ -560,9 +560,11 @@ void MsptiActivityProfilerSession::processTrace(libkineto::ActivityLogger& logge
 
 void MsptiActivityProfilerSession::processTrace(libkineto::ActivityLogger& logger,
                                                 libkineto::getLinkedActivityCallback getLinkedActivity,
-                                                int64_t /*startTime*/, int64_t /*endTime*/) {
+                                                int64_t /*startTime*/, int64_t endTime) {
   // The window was applied at stop (LaunchTable: by launch time, on the session's own start and
-  // stop, which kineto's capture window encloses).
+  // stop). kineto takes its window's end before it stops the session, so the session's stop lies
+  // after it: the Trace span is cut to kineto's end (getTraceBuffer).
+  windowEndNs_ = endTime > 0 ? endTime : 0;
   guard(errors_, "processTrace", [&] { process(logger, &getLinkedActivity); });
 }
 
@@ -610,7 +612,9 @@ std::vector<libkineto::ResourceInfo> MsptiActivityProfilerSession::getResourceIn
 std::unique_ptr<libkineto::CpuTraceBuffer> MsptiActivityProfilerSession::getTraceBuffer() {
   try {
     if (!buffer_ || buffer_->activities.empty()) return nullptr;
-    buffer_->span = libkineto::TraceSpan(startNs_, stopNs_ ? stopNs_ : nowNs(), "torch_mspti");
+    int64_t end = stopNs_ ? stopNs_ : nowNs();
+    if (windowEndNs_ > 0) end = std::max(startNs_, std::min(end, windowEndNs_));
+    buffer_->span = libkineto::TraceSpan(startNs_, end, "torch_mspti");
     return std::move(buffer_);
   } catch (...) {
     return nullptr;

@@ -203,6 +203,9 @@ class MsptiActivityProfilerSession : public libkineto::IActivityProfilerSession 
   ClockSample clockAtStart_;
   std::optional<HostClock> hostClock_;
   int64_t startNs_ = 0, stopNs_ = 0;
+  // kineto's capture window end (processTrace's endTime; 0 when kineto gave none): the session's
+  // Trace span ends no later, as kineto's "Record Window End" closes every span of the trace.
+  int64_t windowEndNs_ = 0;
   // The thread that started the session (torch.profiler's): torch records it whatever the settings.
   uint32_t startThread_ = 0;
   LaunchTable launches_;

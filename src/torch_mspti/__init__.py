@@ -34,7 +34,7 @@ _torch_version.check_torch_version(_build_info.TORCH_VERSION, _torch.__version__
 
 import atexit as _atexit  # noqa: E402
 
-from . import _C, _communicators, _device_properties, _torch_compat, _warn  # noqa: E402
+from . import _C, _communicators, _device_properties, _profile_request, _torch_compat, _warn  # noqa: E402
 from ._paths import simulator_generations, simulator_library  # noqa: E402
 from .config import config  # noqa: E402
 from .diagnostics import Diagnostics, diagnostics, findings, link_states  # noqa: E402
@@ -104,4 +104,5 @@ _announce()
 _C.set_device_properties_provider(_device_properties.describe)
 _C.set_communicator_provider(_communicators.describe)
 _torch_compat.install()
+_profile_request.install()
 _atexit.register(_C.note_process_exit)

@@ -52,8 +52,12 @@ def _unknown_variables(environ: Any = None) -> list[str]:
     for name in sorted(environ):
         if not name.startswith("TORCH_MSPTI_") or name in known:
             continue
-        close = difflib.get_close_matches(name, settings, n=1, cutoff=0.6) or difflib.get_close_matches(
-            name, sorted(OTHER_VARIABLES), n=1, cutoff=0.6
+        # A name cut short (TORCH_MSPTI_ENABLE_MEMCPY for ..._MEMCPY_MEMSET) is the prefix of the
+        # one meant; otherwise the closest spelling (a typo such as ..._BUFER_SIZE).
+        close = (
+            [s for s in settings if s.startswith(name + "_")]
+            or difflib.get_close_matches(name, settings, n=1, cutoff=0.6)
+            or difflib.get_close_matches(name, sorted(OTHER_VARIABLES), n=1, cutoff=0.6)
         )
         hint = f"did you mean {close[0]}?" if close else "torch_mspti.config.settings() lists the variables"
         messages.append(f"{name} is not a torch-mspti variable and is ignored ({hint})")

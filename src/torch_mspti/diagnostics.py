@@ -33,7 +33,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import _C, _torch_compat
+from . import _C, _profile_request, _torch_compat
 
 # The findings that explain a low linked ratio (their fixes come from the findings table).
 _LINK_FINDINGS = ("task-queue", "unverified", "ambiguous", "clock")
@@ -81,8 +81,9 @@ class PluginInfo:
     #: (src/core/SubscriptionRelease.h): ``releases``, ``in_flight``, ``last_unsubscribe_ms`` (ms),
     #: ``last_result`` (msptiResult), ``last_error`` ("" when it succeeded), ``skipped_at_exit``.
     release: dict[str, Any]
-    #: Why the latest trace had no device session when torch's PrivateUse1 backend was unnamed
-    #: (and the fix), else None.
+    #: Why the latest trace had no device session, and the fix: torch's PrivateUse1 backend was
+    #: unnamed, or the latest ``torch.profiler.profile`` that asked for PrivateUse1 also listed
+    #: CUDA (XPU, MTIA, HPU), which torch profiles instead; else None.
     no_device_session_reason: str | None = None
 
 
@@ -176,6 +177,16 @@ def findings() -> list[dict[str, Any]]:
     return [dict(f) for f in _C.findings()]
 
 
+def _plugin_report() -> dict[str, Any]:
+    """The plugin's report; a profile that asked for PrivateUse1 and lost it before kineto (a CUDA
+    activity beside it, an unnamed backend) gives its reason (torch_mspti/_profile_request.py)."""
+    report = _C.plugin_report()
+    lost = _profile_request.last_reason()
+    if lost is not None:
+        report["no_device_session_reason"] = lost
+    return report
+
+
 def diagnostics(load_library: bool = True) -> Diagnostics:
     """Take a diagnostics snapshot.
 
@@ -187,7 +198,7 @@ def diagnostics(load_library: bool = True) -> Diagnostics:
 
     return Diagnostics(
         library=LibraryInfo(**_C.library_report(load_library)),
-        plugin=PluginInfo(**_C.plugin_report()),
+        plugin=PluginInfo(**_plugin_report()),
         last_session=_C.last_session(),
         totals=_C.totals(),
         config=config.to_dict(),

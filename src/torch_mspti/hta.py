@@ -56,6 +56,11 @@ and no row is renamed in HTA's data frames):
   collective on the path is ``gpu_communication_bound`` through the communication matcher above;
   the returned graph's ``get_critical_path_breakdown`` (and so ``summary()``) installs the matcher
   itself, since it is called after the analysis returned.
+* **Sub-microsecond rows.** HTA rounds fractional-microsecond times to whole ones, start up and
+  end down, so a row inside one microsecond (a small copy or memset, a short kernel) gets the
+  duration -1, and ``get_temporal_breakdown`` fails (``AssertionError: non_compute_time >= 0``).
+  The adapter sets those durations to 0, what the rounding leaves of such a row, and counts them in
+  ``npu.sub_microsecond_rows``.
 
 Not adapted, and why:
 
@@ -133,6 +138,9 @@ class NpuNames:
     launch_names: tuple[str, ...]
     memory_launch_names: tuple[str, ...]
     communication_names: tuple[str, ...]
+    #: Rows (all ranks) that lie within one microsecond, whose duration HTA's rounding made
+    #: negative and the adapter set to 0 (see the module docstring).
+    sub_microsecond_rows: int = 0
 
 
 class _CommunicationPattern:
@@ -200,6 +208,26 @@ class _CommunicationSymbols:
 
     def get_sym_id_map(self) -> dict[str, int]:
         return self._ids
+
+
+def _clamp_rounded_durations(trace: Any) -> int:
+    """HTA rounds a trace with fractional microseconds to whole ones, start up and end down
+    (``round_down_time_stamps``), so a row that starts and ends inside one microsecond (a small
+    copy or memset, a short kernel) gets the duration -1; sums of them make
+    ``get_temporal_breakdown`` fail (``AssertionError: non_compute_time >= 0``). Such rows are set
+    to what the rounding leaves of them, 0 us, in HTA's data frames; returns how many there were."""
+    clamped = 0
+    for df in trace.traces.values():
+        if "dur" not in df.columns:
+            continue
+        negative = df["dur"] < 0
+        n = int(negative.sum())
+        if n:
+            df.loc[negative, "dur"] = 0
+            if "end" in df.columns:
+                df.loc[negative, "end"] = df.loc[negative, "ts"]
+            clamped += n
+    return clamped
 
 
 def _discover(trace: Any) -> tuple[dict[str, int], set[str], set[str]]:
@@ -278,11 +306,12 @@ def _classes() -> tuple[type, type]:
             self.t = Trace(trace_files, trace_dir, parser_config=cfg)
             self.t.symbol_table = NpuTraceSymbolTable()  # filled by load_traces
             self.t.load_traces(include_last_profiler_step)
+            sub_microsecond = _clamp_rounded_durations(self.t)
             launches, memory, comm = _discover(self.t)
             table = self.t.symbol_table
             table.npu_launch_ids = tuple(sorted(launches.values()))
             table.npu_kernel_launch_ids = tuple(sorted(i for n, i in launches.items() if n not in memory))
-            self.npu = NpuNames(tuple(sorted(launches)), tuple(sorted(memory)), tuple(sorted(comm)))
+            self.npu = NpuNames(tuple(sorted(launches)), tuple(sorted(memory)), tuple(sorted(comm)), sub_microsecond)
             self._communication = frozenset(comm)
 
         def recognising(self):

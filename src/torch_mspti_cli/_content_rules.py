@@ -74,12 +74,15 @@ def check(
     allow_empty: bool,
     problem,
     warning,
+    no_npu_lane: str | None = None,
 ) -> None:
     """Report the content findings through ``problem(rule, message)`` and ``warning(rule, message)``.
 
     ``health`` is the parsed report (None when absent or malformed; ``health_present`` tells
     which). ``link_states`` counts the device rows by their ``args.link`` (empty for traces
-    without it). Every rule is in :data:`PROBLEMS` or :data:`WARNINGS`.
+    without it). ``no_npu_lane`` is the trace's ``torch_mspti_no_npu_lane``: why torch.profiler
+    dropped the PrivateUse1 activity the profile asked for (torch_mspti/_profile_request.py). Every
+    rule is in :data:`PROBLEMS` or :data:`WARNINGS`.
     """
     if isinstance(health, dict) and health.get("state") == "failed":
         lib = health.get("library") if isinstance(health.get("library"), dict) else {}
@@ -96,7 +99,10 @@ def check(
     if events == 0:
         problem("trace-empty", "the trace holds no events at all")
     elif device_events == 0 and not allow_empty:
-        if not health_present:
+        if not health_present and no_npu_lane:
+            # The profile asked for PrivateUse1 and torch.profiler dropped it before kineto.
+            why = "because " + no_npu_lane.removeprefix("torch-mspti: no NPU activity can be recorded: ")
+        elif not health_present:
             why = (
                 'and no torch-mspti health report ("torch_mspti"), so torch-mspti\'s profiler did not '
                 "serve it: was ProfilerActivity.PrivateUse1 among the activities, and is torch-mspti "

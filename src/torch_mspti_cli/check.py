@@ -163,6 +163,13 @@ def _events_of(trace: Any, origin: str) -> list:
     )
 
 
+def _no_npu_lane(trace: Any) -> str | None:
+    """The trace's word on why torch.profiler dropped ProfilerActivity.PrivateUse1 (the key
+    torch_mspti/_profile_request.py writes), or None."""
+    value = trace.get("torch_mspti_no_npu_lane") if isinstance(trace, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 def check_trace(
     trace: dict | list | str | os.PathLike,
     *,
@@ -214,6 +221,7 @@ def check_trace(
         allow_empty=allow_empty,
         problem=sink.add,
         warning=warnings.add,
+        no_npu_lane=_no_npu_lane(trace),
     )
     collectives = rules.check_collectives(ix, sink, warnings.add, rules.distributed_info(trace), health)
 

@@ -9,10 +9,13 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
 
 namespace torch_mspti::sim {
@@ -110,16 +113,23 @@ class GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
   }
 
+  // A device without an index (torch.Stream(device="npu"), index -1) means the current device,
+  // as on CUDA; the stream returned always names a concrete one.
+  static c10::Device concrete(c10::Device d) { return d.has_index() ? d : c10::Device(kNpu, current_device()); }
+
   c10::Stream getStream(c10::Device d) const override {
+    d = concrete(d);
     return c10::Stream(c10::Stream::UNSAFE, d, current_stream_id(d.index()));
   }
   c10::Stream getDefaultStream(c10::Device d) const override {
-    return c10::Stream(c10::Stream::UNSAFE, d, kDefaultStreamId);
+    return c10::Stream(c10::Stream::UNSAFE, concrete(d), kDefaultStreamId);
   }
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool /*high_priority*/) const override {
+    d = concrete(d);
     return c10::Stream(c10::Stream::UNSAFE, d, pooled_stream_id(d.index()));
   }
   c10::Stream getNewStream(c10::Device d, int /*priority*/) const override {
+    d = concrete(d);
     return c10::Stream(c10::Stream::UNSAFE, d, new_stream_id(d.index()));
   }
   c10::Stream exchangeStream(c10::Stream s) const override {
@@ -210,11 +220,40 @@ Registrar g_registrar;
 
 c10::Allocator* device_allocator() { return &g_allocator; }
 
+namespace {
+// "1.50 GiB": a size as torch's allocators print one in their out-of-memory message.
+std::string format_size(uint64_t bytes) {
+  static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  char out[32];
+  std::snprintf(out, sizeof(out), u == 0 ? "%.0f %s" : "%.2f %s", v, kUnits[u]);
+  return out;
+}
+}  // namespace
+
 void* allocate_device_block(c10::DeviceIndex device, size_t nbytes) {
   if (nbytes == 0) return nullptr;
   const uint64_t block = round_block_size(nbytes);
-  void* p = std::aligned_alloc(64, (block + 63) / 64 * 64);
-  TORCH_CHECK(p != nullptr, "simulated NPU: out of memory allocating ", nbytes, " bytes");
+  // The device holds its total memory (NpuSimProperties.cpp) and no more, as a real one does.
+  const MemoryStats stats = memory_stats(device);
+  const uint64_t total = device_properties(device).total_memory;
+  void* p =
+      block <= total - std::min(total, stats.allocated) ? std::aligned_alloc(64, (block + 63) / 64 * 64) : nullptr;
+  if (p == nullptr) {
+    // As torch's device allocators do: an [OutOfMemory] event in the profile, then the error
+    // (torch.OutOfMemoryError) whose message says what was asked for.
+    c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(block), stats.allocated, stats.reserved,
+                                     c10::Device(kNpu, device));
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "simulated NPU out of memory. Tried to allocate ", format_size(nbytes),
+                     " (NPU ", static_cast<int>(device), "; ", format_size(total), " total capacity; ",
+                     format_size(stats.allocated), " already allocated; ", format_size(stats.reserved),
+                     " reserved in total). Free tensors (del, torch.npu.empty_cache()) or allocate less.");
+  }
   note_allocation(device, p, block);
   return p;
 }

@@ -241,7 +241,10 @@ Config config() {
 
 void check_device(c10::DeviceIndex index) {
   TORCH_CHECK(index >= 0 && index < g_device_count.load(), "simulated NPU: invalid device index ",
-              static_cast<int>(index), " (device_count=", g_device_count.load(), ")");
+              static_cast<int>(index), " (device_count=", g_device_count.load(),
+              "). The simulated NPU has as many devices as torch_mspti.sim.enable(device_count=N) was "
+              "given (1 to 16, default 2): pass N at the first enable() of the process, e.g. "
+              "device_count=int(os.environ['LOCAL_WORLD_SIZE']) under torchrun");
 }
 
 c10::DeviceIndex current_device() { return t_device; }

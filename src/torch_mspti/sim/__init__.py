@@ -178,6 +178,11 @@ def _simulator_for_plugin() -> str:
         "root (the realmspti fixture's make_root.sh), set TORCH_MSPTI_SIM_CANN_ROOT=ROOT instead of "
         "TORCH_MSPTI_LIBRARY, or call torch_mspti.sim.enable(cann_root=ROOT)"
     )
+    if not os.path.exists(chosen):
+        _refuse(
+            f"the profiler plugin's MSPTI library {chosen} ({how}) does not exist: no file at that path. "
+            f"Fix: {fix} (simulator generations: {generations})."
+        )
     _refuse(
         f"the profiler plugin's MSPTI library {chosen} ({how}) is not one of torch-mspti's "
         "simulated MSPTI libraries, but the simulated NPU launches its kernels through a simulator "

@@ -186,7 +186,11 @@ def _npu_code_generation_is_cpp() -> None:
 
     from torch._inductor import config, utils
 
-    original = utils.get_current_backend
+    original = getattr(utils, "get_current_backend", None)
+    if original is None:
+        # torch before 2.8 has no such question: the scheduling registered for the device
+        # (register_backend_for_device, below) alone decides its code generation.
+        return
     if getattr(original, "_npu_sim", False):
         return
 
