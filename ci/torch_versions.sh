@@ -5,7 +5,8 @@
 # CPU), the README's install + main command (`pip install --no-build-isolation .` then
 # `torch-mspti demo`), and the core tests: the support-table row (test_torch_compat, which also
 # loads the paired torch_npu release's real libtorch_npu.so), trace, links, drain, MSPTI
-# generations, and the tests behind the support table's collectives and copies cells.
+# generations, the tests behind the support table's collectives and copies cells, and kineto's
+# on-demand trace of a running job.
 #
 # Time: each torch is a download of several GB (2.7.1) or a copy from this machine's disk (2.14.1).
 # `--prefetch` only downloads the wheels into build/torch_versions/wheels, holding
@@ -39,6 +40,8 @@ CORE_TESTS=(
   # the copies cell: one preloaded copy-heavy step, each copy a row on its lane, linked to its op
   "tests/test_copy_rows.py::test_every_copy_is_one_row_on_its_stream_lane_with_bytes_kind_and_bandwidth[direct]"
   "tests/test_copy_rows.py::test_copies_are_linked_to_the_op_instance_that_issued_them[direct]"
+  # kineto's on-demand (daemon) path: each torch's own kineto speaks the protocol (README "Tracing a running job")
+  tests/test_on_demand.py
 )
 ROOT=$(pwd)
 export TORCH_DEVICE_BACKEND_AUTOLOAD=0  # no torch.backends plugin inside the installs' probes
