@@ -101,32 +101,41 @@ def thread_ops(n: int) -> set[str]:
 # (extra["launch_ns"]["<profile>:<n>"]). With direct=True every third call launches its kernel
 # inside the op instead. Runs once per profile (calls 100 p ... 100 p + 29).
 _QUEUE = """
-import queue, threading, time
-DIRECT, DELAY = {direct}, {delay}
+import collections, queue, threading, time
+DIRECT, DELAY, HANDOFF = {direct}, {delay}, {handoff}
 tasks = queue.Queue()
 times = out.setdefault("launch_ns", {{}})
+first, count = 100 * profile_index, 30
+opened = collections.defaultdict(threading.Event)    # op n is open on the op thread
+launched = collections.defaultdict(threading.Event)  # task n was launched
 
 def launcher():
     out.setdefault("launcher_tids", []).append(threading.get_native_id())
     while (n := tasks.get()) is not None:
         time.sleep(DELAY)
+        if HANDOFF and n + 1 < first + count:
+            opened[n + 1].wait(10)  # launch while the next op is open, whatever the machine's load
         t0 = time.time_ns()
         sim.msptiSimLaunchKernel(f"K{{n}}".encode(), b"KERNEL_AICORE", 0, 1 + n % 2, 2000)
         times[f"{{profile_index}}:{{n}}"] = (t0, time.time_ns())
+        launched[n].set()
 
 if profile_index == 0:
     @torch.library.custom_op("links::enqueue", mutates_args=())
     def enqueue(t: torch.Tensor, n: int) -> torch.Tensor:
+        opened[n].set()
         if DIRECT and n % 3 == 0:
             sim.msptiSimLaunchKernel(f"K{{n}}".encode(), b"KERNEL_AICORE", 0, 1 + n % 2, 2000)
         else:
             tasks.put(n)
         time.sleep(1e-4)  # the launcher launches while this op, or the next, is open on this thread
+        if HANDOFF and n > first:
+            launched[n - 1].wait(10)  # the previous task's launch happens inside this op
         return t.clone()
 
 worker = threading.Thread(target=launcher)
 worker.start()
-for n in range(100 * profile_index, 100 * profile_index + 30):
+for n in range(first, first + count):
     torch.ops.links.enqueue(x, n)
 tasks.put(None)
 worker.join()
@@ -134,5 +143,9 @@ sync()
 """
 
 
-def queue_workload(direct: bool = False, delay: float = 0.0) -> str:
-    return _QUEUE.format(direct=direct, delay=delay)
+def queue_workload(direct: bool = False, delay: float = 0.0, handoff: bool = False) -> str:
+    """30 ops that hand their launch to a launcher thread (a task queue), one per op; ``direct``: every
+    third op launches itself; ``delay``: seconds the launcher waits before each launch; ``handoff``:
+    each task is launched while the next op is open on the op thread (that op waits for it), so the
+    launch lies in another op than its own however loaded the machine is."""
+    return _QUEUE.format(direct=direct, delay=delay, handoff=handoff)

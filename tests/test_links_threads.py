@@ -150,8 +150,9 @@ sync()
     "launches are no_op_on_thread, credited to no op (test_links_launch_threads.py)",
 )
 def test_without_api_records_launches_from_a_task_queue_are_never_linked_to_the_wrong_op(tmp_path):
-    # The launcher launches 150 us after the op enqueued the call: while the next op is open.
-    run = simrun.run(queue_workload(delay=1.5e-4), tmp_path, record_shapes=True, config=NO_API)
+    # The launcher launches each task while the next op is open (handoff), as a task queue does
+    # when the op thread runs ahead of it.
+    run = simrun.run(queue_workload(handoff=True), tmp_path, record_shapes=True, config=NO_API)
     result = audit(run.trace, {"links::enqueue"})
     assert result.kernels == 30, result.summary()
     assert not result.wrong, (result.summary(), result.wrong[:3])

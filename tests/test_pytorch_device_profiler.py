@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sim_support import require_simulator, result, run_checks
@@ -88,10 +89,14 @@ def test_a_stream_without_index_is_on_the_current_device(child):
 def test_the_legacy_profiler_times_ops_on_the_npu(child):
     v = result(child, "legacy_profiler")
     assert set(v["ops"]) == {"aten::mm", "aten::add"}, v
+    # torch 2.7's profiler credits the stubs' device time only to a backend literally named
+    # "privateuseone" (torch/autograd/profiler.py compares use_device with that string; 2.8 and later
+    # with the backend's name), so on 2.7 the npu ops show none, as torch_npu's would.
+    credited = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 8)
     for name, op in v["ops"].items():
         # Without ProfilerStubs every callback threw, and op times came out as -7.4e16 us.
         assert 0 < op["cpu_us"] < 60e6, (name, op)
-        assert 0 < op["device_us"] < 60e6, (name, op)
+        assert (0 < op["device_us"] < 60e6) if credited else op["device_us"] == 0, (name, op)
     assert not [w for w in v["warnings"] if "callback" in w.lower() or "stub" in w.lower()], v["warnings"]
 
 
