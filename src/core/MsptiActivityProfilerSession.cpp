@@ -613,7 +613,11 @@ std::unique_ptr<libkineto::CpuTraceBuffer> MsptiActivityProfilerSession::getTrac
   try {
     if (!buffer_ || buffer_->activities.empty()) return nullptr;
     int64_t end = stopNs_ ? stopNs_ : nowNs();
-    if (windowEndNs_ > 0) end = std::max(startNs_, std::min(end, windowEndNs_));
+    // 1 us clear of kineto's window end: kineto writes ts and dur in us with three decimals, and a
+    // reader that adds them in doubles (at ~5.8e12 us one ulp is ~1 ns) must still find the span's
+    // end at or before "Record Window End" (PyTorch's test_basic_chrome_trace does).
+    constexpr int64_t kWindowEndMarginNs = 1000;
+    if (windowEndNs_ > 0) end = std::max(startNs_, std::min(end, windowEndNs_ - kWindowEndMarginNs));
     buffer_->span = libkineto::TraceSpan(startNs_, end, "torch_mspti");
     return std::move(buffer_);
   } catch (...) {
