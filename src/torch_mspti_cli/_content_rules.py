@@ -127,7 +127,7 @@ def check(
             "no-device-activity",
             f"the trace holds no kernel, memcpy or memset row, no mstx marker on a stream and no NPU memory event, "
             f"so its NPU lane is empty, {why} "
-            "(--allow-empty accepts a CPU-only trace)",
+            "(torch-mspti check --allow-empty accepts a CPU-only trace)",
         )
 
     if device_events and not health_present:

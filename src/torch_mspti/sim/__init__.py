@@ -174,7 +174,8 @@ def _simulator_for_plugin() -> str:
         "enable the simulator in a fresh process"
         if how.startswith("already loaded")
         else "unset TORCH_MSPTI_LIBRARY, or choose a simulator: "
-        "torch_mspti.use_library(torch_mspti.simulator_library('8.1')); for a real libmspti.so in a fake CANN "
+        "torch_mspti.use_library(torch_mspti.simulator_library()) (the default generation; an older one such as "
+        "simulator_library('8.1') also needs itself in LD_PRELOAD from process start); for a real libmspti.so in a fake CANN "
         "root (the realmspti fixture's make_root.sh), set TORCH_MSPTI_SIM_CANN_ROOT=ROOT instead of "
         "TORCH_MSPTI_LIBRARY, or call torch_mspti.sim.enable(cann_root=ROOT)"
     )
