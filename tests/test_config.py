@@ -223,6 +223,28 @@ def test_a_name_cut_short_is_pointed_at_the_setting_it_begins():
     ]
 
 
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [
+        ("TORCH_MSPTI_DISBALE", "TORCH_MSPTI_DISABLE"),  # a variable that is not a setting
+        ("TORCH_MSPTI_DISABL", "TORCH_MSPTI_DISABLE"),
+        ("TORCH_MSPTI_SIM_CANN_ROO", "TORCH_MSPTI_SIM_CANN_ROOT"),
+        ("TORCH_MSPTI_TEST_DEVICE", "TORCH_MSPTI_TEST_DEVICES"),
+        ("TORCH_MSPTI_enable_kernels", "TORCH_MSPTI_ENABLE_KERNELS"),  # case
+        (
+            "TORCH_MSPTI_DRAIN",
+            "TORCH_MSPTI_DRAIN_ORDER or TORCH_MSPTI_DRAIN_POLL_INTERVAL_MS or "
+            "TORCH_MSPTI_DRAIN_QUIET_FLUSHES or TORCH_MSPTI_DRAIN_TIMEOUT_MS",
+        ),  # fmt: skip
+    ],
+)
+def test_a_misspelt_variable_is_pointed_at_the_one_meant_setting_or_not(name, meant):
+    from torch_mspti.config import _unknown_variables
+
+    (message,) = _unknown_variables({name: "1"})
+    assert message == f"{name} is not a torch-mspti variable and is ignored (did you mean {meant}?)", message
+
+
 def test_an_unknown_variable_is_reported_with_the_closest_setting():
     code = (
         "import json, torch_mspti as m; d = m.diagnostics(load_library=False).to_dict();"

@@ -156,6 +156,53 @@ def test_a_cpu_only_profile_with_no_backend_named_hears_nothing_from_us(tmp_path
     ours = [w for w in run.warnings + run.stderr.splitlines() if "torch-mspti" in w]
     assert not ours, ours
     assert run.diagnostics["last_session"] is None
+    assert run.diagnostics["plugin"]["no_device_session_reason"] is None, run.diagnostics["plugin"]
+
+
+_LOST_THEN_FOUND = """
+import json, warnings
+import torch, torch_mspti
+from torch.profiler import ProfilerActivity, profile
+A = ProfilerActivity
+out = {}
+warnings.filterwarnings("error", message="torch-mspti")
+try:
+    profile(activities=[A.CPU, A.CUDA, A.PrivateUse1])
+    out["raised"] = None
+except UserWarning as w:
+    out["raised"] = str(w)
+warnings.resetwarnings()
+with profile(activities=[A.CPU, A.PrivateUse1]):  # unnamed backend: lost
+    torch.ones(2) + 1
+out["after_unnamed"] = torch_mspti.diagnostics().plugin.no_device_session_reason
+torch_mspti.sim.enable(launch_mode="direct")
+unused = profile(activities=[A.CPU, A.CUDA, A.PrivateUse1])  # made, never started
+with profile(activities=[A.CPU, A.PrivateUse1]):
+    torch.ones(2, device="npu") + 1
+out["after_good"] = torch_mspti.diagnostics().plugin.no_device_session_reason
+with profile(activities=[A.CPU]):
+    torch.ones(2) + 1
+out["after_cpu_only"] = torch_mspti.diagnostics().plugin.no_device_session_reason
+print(json.dumps(out))
+"""
+
+
+def test_the_reason_is_the_latest_started_profiles_and_a_warning_filter_can_raise_it(tmp_path):
+    # The warning is not swallowed by a filter that makes it an error; diagnostics follow the profile
+    # that started last, not the one made last, and a CPU-only profile clears the reason.
+    proc = subprocess.run(
+        [sys.executable, "-c", _LOST_THEN_FOUND],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=simrun.clean_environment(),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["raised"] and "backend is not named" in out["raised"], out  # before sim.enable(): unnamed
+    assert "backend is not named" in (out["after_unnamed"] or ""), out
+    assert out["after_good"] is None and out["after_cpu_only"] is None, out
 
 
 def test_cuda_beside_privateuse1_is_named_as_why_the_npu_lane_is_empty(tmp_path):

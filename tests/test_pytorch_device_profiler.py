@@ -38,6 +38,13 @@ def check_stream_without_index():
     finally:
         torch.npu.set_device(0)
 
+def check_synchronize_bad_index():
+    try:
+        torch.npu.synchronize(5)
+        return None
+    except RuntimeError as e:
+        return str(e)
+
 def check_legacy_profiler():
     x = torch.ones(256, 256, device="npu")
     torch.npu.synchronize()
@@ -84,6 +91,11 @@ def test_a_stream_without_index_is_on_the_current_device(child):
     assert v["index"] == 1, v  # was: invalid device index -1
     assert v["index_in_0"] == 0, v
     assert v["device"] == "npu:1", v
+
+
+def test_synchronize_of_a_device_that_does_not_exist_raises(child):
+    error = result(child, "synchronize_bad_index")  # was: returned silently, as if npu:5 were idle
+    assert error and "invalid device index 5 (device_count=2)" in error, error
 
 
 def test_the_legacy_profiler_times_ops_on_the_npu(child):

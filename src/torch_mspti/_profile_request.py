@@ -11,9 +11,10 @@ word from torch-mspti.
 :func:`install` wraps ``_KinetoProfile.__init__`` so that a profile which asked for PrivateUse1 and
 will not get it is told once per process and reason (a ``UserWarning`` at the user's line), and the
 trace carries the reason under :data:`TRACE_KEY` for ``torch-mspti doctor TRACE``/``check``. A
-profile that did not ask for PrivateUse1 hears nothing. :func:`last_reason` is the latest such
-profile's reason (``None`` when it asked for nothing it lost). Thread-safe: one lock around the
-bookkeeping; the wrapper itself keeps torch's behaviour (it only adds a warning and a metadata key).
+profile that did not ask for PrivateUse1 hears nothing. It also wraps ``start_trace``:
+:func:`last_reason` is the reason of the latest profile that started (``None`` when it lost nothing,
+CPU-only profiles included), which ``diagnostics()`` reports. Thread-safe: one lock around the
+bookkeeping; the wrappers keep torch's behaviour (they only add a warning and a metadata key).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ TRACE_KEY = "torch_mspti_no_npu_lane"
 
 _lock = threading.Lock()
 _warned: set[str] = set()
-_last: str | None = None
 _installed = False
 
 # The device activities torch.profiler prefers to PrivateUse1, in its order.
@@ -59,35 +59,52 @@ def _reason(activities: Any, use_device: Any) -> str | None:
     return None
 
 
-def last_reason() -> str | None:
-    """Why the latest ``torch.profiler.profile`` that asked for PrivateUse1 gets no NPU lane; None
-    when it gets one (or no profile asked)."""
+_UNKNOWN = object()
+_started: Any = _UNKNOWN  # the reason of the latest profile that started (None: it lost nothing)
+
+
+def last_reason() -> Any:
+    """Why the latest ``torch.profiler.profile`` that **started** gets no NPU lane: the reason, None
+    when it lost nothing (a CPU-only profile too), or :data:`UNKNOWN` before any profile started
+    through torch.profiler (an on-demand trace, the legacy profiler)."""
     with _lock:
-        return _last
+        return _started
 
 
-def _note(profile: Any) -> None:
-    global _last
-    activities = getattr(profile, "activities", None) or ()
-    reason = _reason(activities, getattr(profile, "use_device", None))
-    from torch.profiler import ProfilerActivity
+#: What :func:`last_reason` returns before a torch.profiler profile started.
+UNKNOWN = _UNKNOWN
 
-    with _lock:
-        if ProfilerActivity.PrivateUse1 in activities:
-            _last = reason
-        first = reason is not None and reason not in _warned
-        if first:
-            _warned.add(reason)
+
+def _note(profile: Any) -> str | None:
+    """At a profile's creation: its reason (kept on it for its start) and the trace's metadata;
+    returns the reason."""
+    reason = _reason(getattr(profile, "activities", None) or (), getattr(profile, "use_device", None))
+    profile._torch_mspti_no_npu_lane = reason
     if reason is None:
-        return
+        return None
     # Preset: torch adds it to kineto's trace metadata when the trace starts (add_metadata before
     # the start would be lost). kineto's writer turns every backslash into "/", so the value holds
     # no escaped quote.
     preset = getattr(profile, "preset_metadata_json", None)
     if preset is not None:
         preset(TRACE_KEY, json.dumps(reason.replace('"', "'")))
+    return reason
+
+
+def _warn_once(reason: str) -> None:
+    """The warning, once per process and reason. Not caught: a filter that turns it into an error
+    raises it from the profile's construction, as the user asked."""
+    with _lock:
+        first = reason not in _warned
+        _warned.add(reason)
     if first:
         _warn.warn(reason)
+
+
+def _note_start(profile: Any) -> None:
+    global _started
+    with _lock:
+        _started = getattr(profile, "_torch_mspti_no_npu_lane", None)
 
 
 def install() -> None:
@@ -105,14 +122,22 @@ def install() -> None:
     cls = getattr(_profiler, "_KinetoProfile", None)
     if cls is None:
         return
-    original = cls.__init__
+    original_init, original_start = cls.__init__, cls.start_trace
 
-    @functools.wraps(original)
+    @functools.wraps(original_init)
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
+        original_init(self, *args, **kwargs)
         try:
-            _note(self)
+            reason = _note(self)
         except Exception:
-            pass
+            reason = None
+        if reason is not None:
+            _warn_once(reason)
+
+    @functools.wraps(original_start)
+    def start_trace(self, *args: Any, **kwargs: Any) -> Any:
+        _note_start(self)
+        return original_start(self, *args, **kwargs)
 
     cls.__init__ = __init__
+    cls.start_trace = start_trace

@@ -53,13 +53,15 @@ def _unknown_variables(environ: Any = None) -> list[str]:
         if not name.startswith("TORCH_MSPTI_") or name in known:
             continue
         # A name cut short (TORCH_MSPTI_ENABLE_MEMCPY for ..._MEMCPY_MEMSET) is the prefix of the
-        # one meant; otherwise the closest spelling (a typo such as ..._BUFER_SIZE).
-        close = (
-            [s for s in settings if s.startswith(name + "_")]
-            or difflib.get_close_matches(name, settings, n=1, cutoff=0.6)
-            or difflib.get_close_matches(name, sorted(OTHER_VARIABLES), n=1, cutoff=0.6)
+        # names meant (all of them when several begin so); otherwise the closest spelling among the
+        # settings and the other variables alike (TORCH_MSPTI_BUFER_SIZE, TORCH_MSPTI_DISBALE).
+        # Case is ignored in the comparison: every variable is upper case.
+        candidates = sorted(known)
+        upper = name.upper()
+        close = [c for c in candidates if c.startswith(upper + "_")] or difflib.get_close_matches(
+            upper, candidates, n=1, cutoff=0.6
         )
-        hint = f"did you mean {close[0]}?" if close else "torch_mspti.config.settings() lists the variables"
+        hint = f"did you mean {' or '.join(close)}?" if close else "torch_mspti.config.settings() lists the variables"
         messages.append(f"{name} is not a torch-mspti variable and is ignored ({hint})")
     return messages
 

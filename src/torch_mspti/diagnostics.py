@@ -178,11 +178,12 @@ def findings() -> list[dict[str, Any]]:
 
 
 def _plugin_report() -> dict[str, Any]:
-    """The plugin's report; a profile that asked for PrivateUse1 and lost it before kineto (a CUDA
-    activity beside it, an unnamed backend) gives its reason (torch_mspti/_profile_request.py)."""
+    """The plugin's report; once a torch.profiler profile started, the latest one decides
+    ``no_device_session_reason``: the reason it lost PrivateUse1 before kineto (a CUDA activity
+    beside it, an unnamed backend), or None (torch_mspti/_profile_request.py)."""
     report = _C.plugin_report()
     lost = _profile_request.last_reason()
-    if lost is not None:
+    if lost is not _profile_request.UNKNOWN:  # the latest torch.profiler profile decides
         report["no_device_session_reason"] = lost
     return report
 

@@ -91,7 +91,11 @@ void set_stream_op(int64_t device, int64_t id) {
   check_device(static_cast<c10::DeviceIndex>(device));
   set_current_stream_id(static_cast<c10::DeviceIndex>(device), id);
 }
-void synchronize_op(int64_t device) { synchronize_device(static_cast<int>(device)); }
+void synchronize_op(int64_t device) {
+  check_device(
+      static_cast<c10::DeviceIndex>(device));  // torch.npu.synchronize(5) on 2 devices: an error, as set_device
+  synchronize_device(static_cast<int>(device));
+}
 void drain_op() { drain_queue(); }
 
 int64_t launch_communication_op(const std::string& name, const std::string& alg, const std::string& comm_name,

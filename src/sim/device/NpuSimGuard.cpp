@@ -239,11 +239,21 @@ std::string format_size(uint64_t bytes) {
 void* allocate_device_block(c10::DeviceIndex device, size_t nbytes) {
   if (nbytes == 0) return nullptr;
   const uint64_t block = round_block_size(nbytes);
-  // The device holds its total memory (NpuSimProperties.cpp) and no more, as a real one does.
+  // The device holds its total memory (NpuSimProperties.cpp) and no more, as a real one does: the
+  // room check and the accounting are one step for concurrent allocations (recursive: the profiler's
+  // report inside note_allocation may allocate through an op's memory scope on this thread).
+  static std::recursive_mutex room;
+  std::lock_guard<std::recursive_mutex> hold(room);
   const MemoryStats stats = memory_stats(device);
   const uint64_t total = device_properties(device).total_memory;
-  void* p =
-      block <= total - std::min(total, stats.allocated) ? std::aligned_alloc(64, (block + 63) / 64 * 64) : nullptr;
+  const bool fits = block <= total - std::min(total, stats.allocated);
+  void* p = fits ? std::aligned_alloc(64, (block + 63) / 64 * 64) : nullptr;
+  // The device's memory is this host's: the host can run out first, which no device tensor frees.
+  TORCH_CHECK_WITH(OutOfMemoryError, !fits || p != nullptr, "simulated NPU out of memory: the host could not provide ",
+                   format_size(nbytes), " for NPU ", static_cast<int>(device),
+                   " (the simulated device's memory is host memory; ", format_size(stats.allocated),
+                   " allocated on it of its ", format_size(total),
+                   "). Allocate less, or run the simulated NPU on a host with more free memory.");
   if (p == nullptr) {
     // As torch's device allocators do: an [OutOfMemory] event in the profile, then the error
     // (torch.OutOfMemoryError) whose message says what was asked for.
