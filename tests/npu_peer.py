@@ -226,17 +226,28 @@ def standin_peer(variant: str = "kineto") -> Peer:
 
     kind, rel = _STANDIN_VARIANTS[variant]
     lib = cached(f"standin-{key}", build) / variant / rel
-    if not lib.is_file() and variant != "kineto":
+    if not lib.is_file() and variant != "kineto" and not _torch_has_profiler_registry():
         raise PeerUnavailable(
             f"torch {_torch_version()} has no PrivateUse1 profiler registry "
             "(torch/csrc/profiler/standalone/privateuse1_profiler.h, newer than torch 2.7): no profiler can "
             "register through it there, so there is none to coexist with"
         )
+    if not lib.is_file():  # the build made no such library although this torch can: a failure
+        raise FileNotFoundError(f"the stand-in build made no {lib}")
     return Peer(kind, lib, read_version(lib))
 
 
 def _torch_version() -> str:
     return metadata.version("torch")
+
+
+def _torch_has_profiler_registry() -> bool:
+    """Whether the installed torch ships torch's PrivateUse1 profiler registry header (the one
+    condition under which a missing registry stand-in is a skip and not a build failure)."""
+    spec = util.find_spec("torch")
+    root = Path(spec.origin).parent if spec and spec.origin else None
+    header = "include/torch/csrc/profiler/standalone/privateuse1_profiler.h"
+    return root is not None and (root / header).is_file()
 
 
 # ------------------------------------------------------------------------------------------ real wheel
