@@ -6,11 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # The README's test command, taken from the README itself so the two can never drift: the first
 # line of the code block after the marker comment `<!-- ci:test-command ... -->`.
-TEST_COMMAND=$(awk '/<!-- ci:test-command/ {found=1; next} found && /^```/ {if (inblock) exit; inblock=1; next} found && inblock {print; exit}' README.md)
-if [ -z "$TEST_COMMAND" ]; then
-  echo "ERROR: no test command found after '<!-- ci:test-command' in README.md" >&2
-  exit 2
-fi
+TEST_COMMAND=$(bash ci/readme_test_command.sh)
 
 # The real-MSPTI tier (tests/test_real_mspti.py) runs from ../shared/realmspti; on CI it must not
 # skip: a missing fixture fails its collection instead.

@@ -31,11 +31,7 @@ BUILD_DEPS=("scikit-build-core>=1.0" "nanobind>=2.4" "ninja>=1.10")
 WHEELS=build/torch_versions/wheels
 LOCK=build/torch_versions/prefetch.lock
 # The README's test command: the first line of the code block after `<!-- ci:test-command ... -->`.
-TEST_COMMAND=$(awk '/<!-- ci:test-command/ {found=1; next} found && /^```/ {if (inblock) exit; inblock=1; next} found && inblock {print; exit}' README.md)
-if [ -z "$TEST_COMMAND" ]; then
-  echo "ERROR: no test command found after '<!-- ci:test-command' in README.md" >&2
-  exit 2
-fi
+TEST_COMMAND=$(bash ci/readme_test_command.sh)
 if [ "${CI:-}" = "true" ]; then export TORCH_MSPTI_REQUIRE_REALMSPTI=1; fi
 ROOT=$(pwd)
 export TORCH_DEVICE_BACKEND_AUTOLOAD=0  # no torch.backends plugin inside the installs' probes

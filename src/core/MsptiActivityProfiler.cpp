@@ -36,7 +36,6 @@ std::unique_ptr<libkineto::IActivityProfilerSession> MsptiActivityProfiler::conf
     // CPU-only profile can be told apart (torch_mspti/_profile_request.py).
     const bool unnamed = privateUse1BackendName() == "privateuseone";
     s.lastTraceUnnamedBackend.store(unnamed);
-    if (unnamed) s.unnamedBackendTraces.fetch_add(1);
     if (!wantsDevice(types)) return nullptr;  // CPU-only trace: no MSPTI call, no device event
     s.deviceSessions.fetch_add(1);
     return std::make_unique<MsptiActivityProfilerSession>(context_.sessionDeps(), types);

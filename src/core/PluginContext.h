@@ -62,10 +62,9 @@ struct PluginStatus {
   // Outcome for the latest trace that asked for device data: -1 = none yet, 0 = our session did
   // not collect it (failed, or another profiler served), 1 = our session collected it.
   std::atomic<int> lastTraceOurs{-1};
-  // Traces configured while torch's PrivateUse1 backend was unnamed: torch then drops
+  // The latest configure() came while torch's PrivateUse1 backend was unnamed: torch then drops
   // ProfilerActivity.PrivateUse1 from the activities, so no device session can start.
-  std::atomic<uint64_t> unnamedBackendTraces{0};
-  std::atomic<bool> lastTraceUnnamedBackend{false};  // the latest configure() was such a trace
+  std::atomic<bool> lastTraceUnnamedBackend{false};
 };
 
 // Why no device session served the latest trace because the PrivateUse1 backend was unnamed, and

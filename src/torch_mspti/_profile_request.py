@@ -59,8 +59,9 @@ def _reason(activities: Any, use_device: Any) -> str | None:
     return None
 
 
-_UNKNOWN = object()
-_started: Any = _UNKNOWN  # the reason of the latest profile that started (None: it lost nothing)
+#: What :func:`last_reason` returns before a torch.profiler profile started.
+UNKNOWN = object()
+_started: Any = UNKNOWN  # the reason of the latest profile that started (None: it lost nothing)
 
 
 def last_reason() -> Any:
@@ -69,10 +70,6 @@ def last_reason() -> Any:
     through torch.profiler (an on-demand trace, the legacy profiler)."""
     with _lock:
         return _started
-
-
-#: What :func:`last_reason` returns before a torch.profiler profile started.
-UNKNOWN = _UNKNOWN
 
 
 def _note(profile: Any) -> str | None:

@@ -48,6 +48,7 @@ def _unknown_variables(environ: Any = None) -> list[str]:
     environ = os.environ if environ is None else environ
     settings = [s.env for s in _C.config_settings()]
     known = set(settings) | OTHER_VARIABLES
+    candidates = sorted(known)
     messages = []
     for name in sorted(environ):
         if not name.startswith("TORCH_MSPTI_") or name in known:
@@ -56,7 +57,6 @@ def _unknown_variables(environ: Any = None) -> list[str]:
         # names meant (all of them when several begin so); otherwise the closest spelling among the
         # settings and the other variables alike (TORCH_MSPTI_BUFER_SIZE, TORCH_MSPTI_DISBALE).
         # Case is ignored in the comparison: every variable is upper case.
-        candidates = sorted(known)
         upper = name.upper()
         close = [c for c in candidates if c.startswith(upper + "_")] or difflib.get_close_matches(
             upper, candidates, n=1, cutoff=0.6
